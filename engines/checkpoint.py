@@ -1,0 +1,139 @@
+"""Checkpoint folders in the Hugging Face layout LLaDA uses, loaded without remote code.
+
+A folder holds config.json, model.safetensors or sharded model-0000i-of-0000n.safetensors with
+model.safetensors.index.json, tokenizer.json and tokenizer_config.json.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from engines.errors import CheckpointError
+from engines.model import LLaDAModel, ModelConfig
+from engines.tokenizer import ChatTokenizer
+
+
+@dataclass
+class Checkpoint:
+    model: LLaDAModel
+    tokenizer: ChatTokenizer
+    folder: Path
+    device: torch.device
+
+
+def pick_device(device: str | None = None) -> torch.device:
+    if device:
+        return torch.device(device)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def _read_json(path: Path) -> dict:
+    if not path.is_file():
+        raise CheckpointError(f"{path}: missing")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise CheckpointError(f"{path}: malformed JSON ({e.msg} at line {e.lineno})") from None
+
+
+def read_config(folder: Path) -> ModelConfig:
+    path = folder / "config.json"
+    d = _read_json(path)
+    for key in ("d_model", "n_layers", "n_heads", "vocab_size"):
+        if not isinstance(d.get(key), int):
+            raise CheckpointError(f"{path}: field '{key}' missing or not an integer")
+    d.setdefault("embedding_size", d["vocab_size"])
+    d.setdefault("n_kv_heads", d["n_heads"])
+    if "mlp_hidden_size" not in d:
+        d["mlp_hidden_size"] = d.get("mlp_ratio", 4) * d["d_model"]
+    return ModelConfig.from_dict(d)
+
+
+def weight_files(folder: Path) -> list[Path]:
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        wm = _read_json(index).get("weight_map")
+        if not isinstance(wm, dict) or not wm:
+            raise CheckpointError(f"{index}: field 'weight_map' missing or empty")
+        files = [folder / f for f in sorted(set(wm.values()))]
+    elif (folder / "model.safetensors").is_file():
+        files = [folder / "model.safetensors"]
+    else:
+        raise CheckpointError(f"{folder}: no model.safetensors or model.safetensors.index.json")
+    for f in files:
+        if not f.is_file():
+            raise CheckpointError(f"{f}: weight shard named in the index is missing")
+    return files
+
+
+def load(folder: str | Path, device: str | None = None, dtype: torch.dtype | None = None) -> Checkpoint:
+    """Load a checkpoint folder; bf16 on a GPU, fp32 on the CPU unless dtype says otherwise."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise CheckpointError(f"{folder}: checkpoint folder not found")
+    config = read_config(folder)
+    tok = ChatTokenizer.load(folder)
+    if tok.vocab_size > config.embedding_size:
+        raise CheckpointError(f"{folder / 'tokenizer.json'}: vocabulary of {tok.vocab_size} tokens does not fit "
+                              f"the model's embedding_size {config.embedding_size}")
+    if tok.mask_id is not None and tok.mask_id != config.mask_token_id:
+        raise CheckpointError(f"{folder / 'tokenizer_config.json'}: mask token id {tok.mask_id} differs from "
+                              f"config.json mask_token_id {config.mask_token_id}")
+    dev = pick_device(device)
+    dtype = dtype or (torch.bfloat16 if dev.type == "cuda" else torch.float32)
+    with torch.device("meta"):
+        model = LLaDAModel(config)
+    expected = {n: p.shape for n, p in model.named_parameters()}
+    state: dict[str, torch.Tensor] = {}
+    for f in weight_files(folder):
+        try:
+            part = load_file(str(f), device="cpu")
+        except (SafetensorError, OSError) as e:
+            raise CheckpointError(f"{f}: unreadable safetensors file ({str(e).splitlines()[0][:100]})") from None
+        for name, t in part.items():
+            if name not in expected:
+                raise CheckpointError(f"{f}: unexpected tensor '{name}' for this config.json")
+            if tuple(t.shape) != tuple(expected[name]):
+                raise CheckpointError(f"{f}: tensor '{name}' has shape {tuple(t.shape)}, config.json implies "
+                                      f"{tuple(expected[name])}")
+            state[name] = t
+    missing = sorted(set(expected) - set(state))
+    if missing:
+        raise CheckpointError(f"{folder}: weights missing for {len(missing)} tensors, e.g. '{missing[0]}'")
+    model.load_state_dict({k: v.to(dtype) for k, v in state.items()}, assign=True)
+    model.to(dev).eval()
+    return Checkpoint(model, tok, folder, dev)
+
+
+def save(model: LLaDAModel, tok: ChatTokenizer, folder: Path, shards: int = 1,
+         dtype: torch.dtype = torch.bfloat16, extra_config: dict | None = None) -> None:
+    """Write a checkpoint folder; with shards > 1, the index layout of real LLaDA folders."""
+    folder.mkdir(parents=True, exist_ok=True)
+    cfg = model.config.to_dict() | (extra_config or {})
+    (folder / "config.json").write_text(json.dumps(cfg, indent=2) + "\n")
+    tok.tok.save(str(folder / "tokenizer.json"))
+    tc = {"bos_token": tok.bos_token, "eos_token": tok.eos_token, "pad_token": tok.eos_token,
+          "mask_token": tok.mask_token, "chat_template": tok.chat_template,
+          "tokenizer_class": "PreTrainedTokenizerFast"}
+    (folder / "tokenizer_config.json").write_text(json.dumps(tc, indent=2) + "\n")
+    state = {k: v.detach().to("cpu", dtype).contiguous() for k, v in model.state_dict().items()}
+    names = list(state)
+    if shards <= 1:
+        save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
+        return
+    per = -(-len(names) // shards)
+    weight_map: dict[str, str] = {}
+    for i in range(shards):
+        fname = f"model-{i + 1:05d}-of-{shards:05d}.safetensors"
+        part = {n: state[n] for n in names[i * per:(i + 1) * per]}
+        save_file(part, str(folder / fname), metadata={"format": "pt"})
+        weight_map |= {n: fname for n in part}
+    total = sum(t.numel() * t.element_size() for t in state.values())
+    (folder / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}, indent=2) + "\n")

@@ -1,0 +1,238 @@
+"""Metrics on hand-built event logs whose figures are worked out by hand in the comments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from voicelab.events import Event, EventKind
+from voicelab.metrics import (
+    latency_stats,
+    percentile,
+    spoken_words,
+    summarize,
+    turn_table,
+    word_edit_distance,
+)
+
+K = EventKind
+SUMMARY_KEYS = {"run_id", "engine", "sampler", "policy", "calls", "turns", "far_ms", "far_breakdown_ms",
+                "stop_latency_ms", "recovery_ms", "heard_text_word_errors", "false_barge_ins", "revisions",
+                "engine_figures", "truth"}
+
+
+def ev(turn: int, ms: float, kind: K, call: str = "c1", **payload: Any) -> Event:
+    return Event(call, turn, int(ms * 1_000_000), kind, payload)
+
+
+def snap(turn: int, ms: float, text: str, revised_chars: list[int] | None = None) -> Event:
+    return ev(turn, ms, K.ENGINE_SNAPSHOT, step=0, text=text, revised_chars=revised_chars or [])
+
+
+def call_log() -> list[Event]:
+    """Turn 0 answered, turn 1 barges in on it, turn 2 is a backchannel that wrongly stops the bot."""
+    return [
+        ev(-1, 0, K.CALL_START),
+        # turn 0: speech ends 2000, heard at 2800 -> FAR 800 = 300 + 100 + 200 + 10 + 90 + 100
+        ev(0, 500, K.CALLER_SPEECH_START, expect=None),
+        ev(0, 2000, K.CALLER_SPEECH_END),
+        ev(0, 2300, K.TURN_END),
+        ev(0, 2350, K.STT_FINAL, text="when do you open"),
+        ev(0, 2400, K.LLM_REQUEST),
+        snap(0, 2450, "we"),
+        snap(0, 2500, "we open at"),
+        ev(0, 2600, K.GATE_COMMIT, chunk_id=0, text="we open", start_char=0, end_char=7),
+        ev(0, 2610, K.TTS_REQUEST, chunk_id=0, text="we open"),
+        snap(0, 2650, "we open at 9 am."),
+        ev(0, 2700, K.TTS_FIRST_AUDIO, chunk_id=0),
+        ev(0, 2700, K.GATE_COMMIT, chunk_id=1, text="at 9 am.", start_char=7, end_char=16),
+        ev(0, 2700, K.ENGINE_DONE, tokens=5, steps=5, forwards=10, cancelled=False),
+        ev(0, 2705, K.TTS_REQUEST, chunk_id=1, text="at 9 am."),
+        ev(0, 2750, K.PLAYOUT_START, chunk_id=0, text="we open"),
+        ev(0, 2800, K.BOT_AUDIBLE_ONSET),
+        ev(0, 2900, K.TTS_FIRST_AUDIO, chunk_id=1),
+        ev(0, 3400, K.PLAYOUT_STOP, chunk_id=0, text="we open", interrupted=False),
+        ev(0, 3400, K.PLAYOUT_START, chunk_id=1, text="at 9 am."),
+        # turn 1 (expect=interrupt) starts at 3800; the bot is last heard at 4000 -> stop latency 200
+        ev(1, 3800, K.CALLER_SPEECH_START, expect="interrupt"),
+        ev(1, 3900, K.INTERRUPTION, bot_speaking=True),
+        ev(0, 3950, K.PLAYOUT_STOP, chunk_id=1, text="at 9 am.", played="at 9", interrupted=True),
+        ev(0, 4000, K.BOT_AUDIBLE_END),
+        # kept "we open at 9 am" but heard "we open at 9": one word error
+        ev(0, 4010, K.CONTEXT_UPDATE, content="we open at 9 am", interrupted=True),
+        # turn 1: FAR 600 = 200 + 50 + 150 + 10 + 90 + 100
+        ev(1, 5000, K.CALLER_SPEECH_END),
+        ev(1, 5200, K.TURN_END),
+        ev(1, 5250, K.LLM_REQUEST),
+        snap(1, 5300, "sunday we"),
+        snap(1, 5350, "sunday we are closed."),
+        snap(1, 5360, "sunday we are open"),  # churn: nothing released yet
+        snap(1, 5390, "sunday we are closed."),  # churn again
+        ev(1, 5400, K.GATE_COMMIT, chunk_id=0, text="sunday we are closed.", start_char=0, end_char=21),
+        ev(1, 5410, K.TTS_REQUEST, chunk_id=0, text="sunday we are closed."),
+        snap(1, 5420, "sunday we are closed.", [10]),  # sent to TTS, not played: post-synthesis
+        ev(1, 5500, K.TTS_FIRST_AUDIO, chunk_id=0),
+        ev(1, 5500, K.ENGINE_DONE, tokens=4, steps=4, forwards=8, cancelled=False),
+        ev(1, 5550, K.PLAYOUT_START, chunk_id=0, text="sunday we are closed."),
+        snap(1, 5560, "sunday we are closed.", [0]),  # already playing: audible
+        ev(1, 5600, K.BOT_AUDIBLE_ONSET),
+        # turn 2: a backchannel while the bot speaks; the bot stops anyway (false barge-in)
+        ev(2, 6000, K.CALLER_SPEECH_START, expect="no_interrupt"),
+        ev(2, 6100, K.INTERRUPTION, bot_speaking=True),
+        ev(2, 6300, K.CALLER_SPEECH_END),
+        ev(1, 6400, K.PLAYOUT_STOP, chunk_id=0, text="sunday we are closed.", interrupted=False),
+        ev(1, 6500, K.BOT_AUDIBLE_END),
+        ev(-1, 7000, K.CALL_END),
+    ]
+
+
+def test_turn_table_known_answers() -> None:
+    rows = turn_table(call_log())
+    assert [(r["call_id"], r["turn"], r["expect"]) for r in rows] == [
+        ("c1", 0, None), ("c1", 1, "interrupt"), ("c1", 2, "no_interrupt")]
+    t0, t1, t2 = rows
+    parts = ("endpointing_ms", "stt_ms", "engine_first_commit_ms", "gate_to_tts_ms", "tts_first_audio_ms",
+             "playout_ms")
+    assert [t0[p] for p in parts] == [300, 100, 200, 10, 90, 100]
+    assert [t1[p] for p in parts] == [200, 50, 150, 10, 90, 100]
+    for r in (t0, t1):
+        assert sum(r[p] for p in parts) == pytest.approx(r["far_ms"])  # the breakdown adds up
+    assert (t0["far_ms"], t1["far_ms"], t2["far_ms"]) == (800, 600, None)
+    assert (t0["stop_latency_ms"], t1["stop_latency_ms"], t2["stop_latency_ms"]) == (None, 200, None)
+    assert (t0["recovery_ms"], t1["recovery_ms"]) == (None, 600)
+    assert (t0["interrupted"], t0["heard_word_errors"], t1["heard_word_errors"]) == (True, 1, None)
+    assert (t0["spoken_words"], t1["spoken_words"]) == (4, 4)
+    assert (t0["false_barge_in"], t1["false_barge_in"], t2["false_barge_in"]) == (None, None, True)
+    assert (t0["churn"], t0["post_synthesis"], t0["audible"]) == (0, 0, 0)
+    assert (t1["churn"], t1["post_synthesis"], t1["audible"]) == (2, 1, 1)
+    assert t2["churn"] is None  # no engine ran for the backchannel
+    assert (t0["first_snapshot_ms"], t0["engine_ms"], t0["tokens"], t0["chunks"]) == (50, 300, 5, 2)
+
+
+def test_summary_known_answers() -> None:
+    truth = [{"call_id": "c1", "turn": 0, "far_ms": 810.0, "stop_latency_ms": None},
+             {"call_id": "c1", "turn": 1, "far_ms": 590.0, "stop_latency_ms": 215.0}]
+    s = summarize(call_log(), {"run_id": "r1", "engine": "tiny-diffusion", "sampler": "low_confidence",
+                               "policy": "pinned"}, truth)
+    assert set(s) == SUMMARY_KEYS
+    assert (s["run_id"], s["engine"], s["sampler"], s["policy"]) == ("r1", "tiny-diffusion", "low_confidence",
+                                                                    "pinned")
+    assert (s["calls"], s["turns"]) == (1, 3)
+    assert s["far_ms"] == {"p50": 700.0, "p95": 790.0, "n": 2}  # 600 + 0.95 * (800 - 600)
+    assert s["far_breakdown_ms"] == {"endpointing": 250.0, "stt": 75.0, "engine_first_commit": 175.0,
+                                     "tts_first_audio": 90.0, "playout": 100.0}
+    assert s["stop_latency_ms"] == {"p50": 200.0, "p95": 200.0, "n": 1}
+    assert s["recovery_ms"] == {"p50": 600.0, "p95": 600.0, "n": 1}
+    assert s["heard_text_word_errors"] == 1
+    assert s["false_barge_ins"] == 1
+    assert s["revisions"] == {"churn": 2, "post_synthesis": 1, "audible": 1, "spoken_words": 8,
+                              "audible_per_100_words": 12.5}
+    # 9 tokens in 0.3 s + 0.25 s; 18 forwards for 9 tokens
+    assert s["engine_figures"] == {"first_commit_ms_p50": 175.0, "tokens_per_s": 16.36, "forwards_per_token": 2.0}
+    assert s["truth"] == {"far_abs_diff_ms_p95": 10.0, "stop_abs_diff_ms_p95": 15.0}
+
+
+def test_no_samples_give_null_never_zero() -> None:
+    events = [ev(0, 100, K.CALLER_SPEECH_START), ev(0, 900, K.CALLER_SPEECH_END)]
+    s = summarize(events, {})
+    assert set(s) == SUMMARY_KEYS
+    assert (s["calls"], s["turns"]) == (1, 1)
+    assert s["far_ms"] == {"p50": None, "p95": None, "n": 0}
+    assert s["far_breakdown_ms"] == dict.fromkeys(
+        ("endpointing", "stt", "engine_first_commit", "tts_first_audio", "playout"))
+    assert s["stop_latency_ms"]["p50"] is None and s["recovery_ms"]["n"] == 0
+    assert s["heard_text_word_errors"] is None and s["false_barge_ins"] is None
+    assert s["revisions"] == {"churn": None, "post_synthesis": None, "audible": None, "spoken_words": 0,
+                              "audible_per_100_words": None}
+    assert s["engine_figures"] == {"first_commit_ms_p50": None, "tokens_per_s": None, "forwards_per_token": None}
+    assert s["truth"] == {"far_abs_diff_ms_p95": None, "stop_abs_diff_ms_p95": None}
+    assert summarize([], {})["turns"] == 0
+
+
+def test_zero_revisions_measured_is_zero_not_null() -> None:
+    events = [ev(0, 0, K.CALLER_SPEECH_START), ev(0, 10, K.CALLER_SPEECH_END), snap(0, 20, "ok"),
+              snap(0, 30, "ok then")]
+    rev = summarize(events, {})["revisions"]
+    assert (rev["churn"], rev["post_synthesis"], rev["audible"]) == (0, 0, 0)
+    assert rev["audible_per_100_words"] is None  # nothing was spoken
+
+
+def test_stop_latency_needs_the_bot_to_be_audible_after_the_barge_in() -> None:
+    events = [
+        ev(0, 0, K.CALLER_SPEECH_START), ev(0, 1000, K.CALLER_SPEECH_END),
+        ev(0, 1500, K.BOT_AUDIBLE_ONSET), ev(0, 2000, K.BOT_AUDIBLE_END),
+        ev(1, 2500, K.CALLER_SPEECH_START, expect="interrupt"),  # the bot had already finished
+        ev(1, 3000, K.CALLER_SPEECH_END),
+    ]
+    rows = turn_table(events)
+    assert rows[1]["stop_latency_ms"] is None and rows[1]["recovery_ms"] is None
+
+
+def test_stop_latency_takes_the_last_audio_of_the_old_reply_only() -> None:
+    events = [
+        ev(0, 0, K.CALLER_SPEECH_START), ev(0, 1000, K.CALLER_SPEECH_END),
+        ev(0, 1500, K.BOT_AUDIBLE_ONSET), ev(0, 2100, K.BOT_AUDIBLE_END),
+        ev(0, 2150, K.BOT_AUDIBLE_ONSET),  # a pause between chunks, then more of the old reply
+        ev(1, 2200, K.CALLER_SPEECH_START, expect="interrupt"),
+        ev(0, 2480, K.BOT_AUDIBLE_END),
+        ev(1, 3000, K.CALLER_SPEECH_END),
+        ev(1, 3700, K.BOT_AUDIBLE_ONSET), ev(1, 4200, K.BOT_AUDIBLE_END),
+    ]
+    r = turn_table(events)[1]
+    assert (r["stop_latency_ms"], r["recovery_ms"]) == (280, 700)
+
+
+def test_unattributed_acoustic_onset_is_matched_by_time() -> None:
+    events = [
+        ev(0, 0, K.CALLER_SPEECH_START), ev(0, 1000, K.CALLER_SPEECH_END),
+        ev(0, 1300, K.PLAYOUT_START, chunk_id=0, text="hi"),
+        ev(-1, 1200, K.BOT_AUDIBLE_ONSET),  # before this reply's playout: not its onset
+        ev(-1, 1350, K.BOT_AUDIBLE_ONSET),
+    ]
+    assert turn_table(events)[0]["far_ms"] == 350
+
+
+def test_backchannel_interruption_counts_only_while_the_bot_speaks() -> None:
+    events = [
+        ev(0, 0, K.CALLER_SPEECH_START, expect="no_interrupt"), ev(0, 300, K.CALLER_SPEECH_END),
+        ev(0, 200, K.INTERRUPTION, bot_speaking=False),
+        ev(1, 1000, K.CALLER_SPEECH_START, expect="no_interrupt"), ev(1, 1300, K.CALLER_SPEECH_END),
+    ]
+    rows = turn_table(events)
+    assert [r["false_barge_in"] for r in rows] == [False, False]
+    assert summarize(events, {})["false_barge_ins"] == 0
+
+
+def test_heard_text_unknown_when_an_interrupted_chunk_has_no_played_words() -> None:
+    events = [
+        ev(0, 0, K.CALLER_SPEECH_START), ev(0, 500, K.CALLER_SPEECH_END),
+        ev(0, 600, K.GATE_COMMIT, chunk_id=0, text="we open at nine", start_char=0, end_char=15),
+        ev(0, 700, K.PLAYOUT_START, chunk_id=0),
+        ev(0, 900, K.PLAYOUT_STOP, chunk_id=0, interrupted=True),
+        ev(0, 910, K.CONTEXT_UPDATE, content="we open", interrupted=True),
+    ]
+    row = turn_table(events)[0]
+    assert row["interrupted"] is True and row["heard_word_errors"] is None
+    assert summarize(events, {})["heard_text_word_errors"] is None
+
+
+def test_calls_are_kept_apart() -> None:
+    a = call_log()
+    b = [Event("c2", e.turn, e.t_ns, e.kind, e.payload) for e in call_log()]
+    s = summarize(b + a, {})
+    assert (s["calls"], s["turns"]) == (2, 6)
+    assert s["far_ms"]["n"] == 4 and s["false_barge_ins"] == 2
+    assert [r["call_id"] for r in turn_table(a + b)] == ["c1"] * 3 + ["c2"] * 3
+
+
+def test_helpers() -> None:
+    assert percentile([], 50) is None
+    assert percentile([5.0], 95) == 5.0
+    assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5
+    assert latency_stats([]) == {"p50": None, "p95": None, "n": 0}
+    assert word_edit_distance([], []) == 0
+    assert word_edit_distance(["a", "b", "c"], ["a", "c"]) == 1
+    assert word_edit_distance(["a", "b"], ["b", "a"]) == 2
+    assert word_edit_distance(["we", "open"], ["we", "open", "at", "nine"]) == 2
+    assert spoken_words("Sure, [book(day=friday)] you're booked!") == ["sure", "you're", "booked"]

@@ -1,0 +1,425 @@
+"""The figures of DESIGN.md §4 and the summary.json of §7, as pure functions of event rows.
+
+No pipecat, no torch. Inputs are `voicelab.events.Event`s of one or more calls (the fixture's ground truth
+is in them as caller_speech_* rows); the turn attribution contract is in `voicelab.events`.
+
+Per turn (`turn_table`), with t(kind) the call-clock time of the named event of that turn:
+- far_ms = t(first bot_audible_onset of the reply) - t(caller_speech_end). The breakdown is a chain of
+  consecutive intervals, so when every anchor exists the six parts sum to far_ms exactly:
+    endpointing_ms         caller_speech_end -> first turn_end
+    stt_ms                 turn_end -> llm_request (stt_final when no llm_request was logged)
+    engine_first_commit_ms llm_request -> first gate_commit (the llm_request is the last one before it)
+    gate_to_tts_ms         first gate_commit -> first tts_request (a pipeline hop, not in the summary)
+    tts_first_audio_ms     first tts_request -> tts_first_audio of that chunk
+    playout_ms             tts_first_audio -> bot_audible_onset (output buffering + leading silence)
+  The summary's far_breakdown_ms gives the median of each of the five named parts over turns; medians of
+  parts need not add up to the median FAR.
+- stop_latency_ms (turns whose caller_speech_start says expect="interrupt"): the last bot_audible_end of an
+  earlier reply at or after the interrupting speech onset (and before this turn's own reply is heard),
+  minus that onset. None when the bot was not audible after the onset (nothing to stop).
+- recovery_ms: far_ms of an expect="interrupt" turn.
+- heard_word_errors: for a reply cut by a barge-in (context_update with interrupted=True), the word edit
+  distance between the kept assistant content and the words played (playout_stop `played`, or the
+  chunk's whole text if it was not interrupted). None if an interrupted chunk's played words are unknown.
+- false_barge_in (expect="no_interrupt" turns): an interruption while the bot was speaking (payload
+  bot_speaking, default true), attributed by time to the latest caller utterance started before it.
+- churn / post_synthesis / audible: revisions of the response text classified by `RevisionTracker`.
+Percentiles interpolate linearly between order statistics; a figure without samples is None, never 0.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from voicelab.events import Event, EventKind, revised_char_offsets
+
+if TYPE_CHECKING:  # engines/__init__ imports torch; the gate and metrics must not
+    from engines.snapshot import Snapshot
+
+K = EventKind
+BREAKDOWN_PARTS = ("endpointing", "stt", "engine_first_commit", "tts_first_audio", "playout")
+
+
+# ---- small numeric helpers -----------------------------------------------------------------------------
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The q-th percentile (0..100), linear between order statistics; None for no values."""
+    if not values:
+        return None
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def _r(x: float | None, nd: int = 1) -> float | None:
+    return None if x is None else round(x, nd)
+
+
+def latency_stats(values: Sequence[float]) -> dict[str, Any]:
+    """{"p50", "p95", "n"} in ms; p50/p95 are None when there are no values."""
+    return {"p50": _r(percentile(values, 50)), "p95": _r(percentile(values, 95)), "n": len(values)}
+
+
+def _ms(a_ns: int | None, b_ns: int | None) -> float | None:
+    """b - a in milliseconds, None if either is missing."""
+    if a_ns is None or b_ns is None:
+        return None
+    return (b_ns - a_ns) / 1e6
+
+
+_TOOL_SPAN = re.compile(r"\[[^\]]*\]")
+
+
+def spoken_words(text: str) -> list[str]:
+    """Words for comparing heard text: tool spans dropped, lower case, punctuation trimmed off each word."""
+    out = []
+    for w in _TOOL_SPAN.sub(" ", text).lower().split():
+        w = w.strip(".,;:!?\"'()[]{}…—–-")
+        if w:
+            out.append(w)
+    return out
+
+
+def word_edit_distance(ref: Sequence[str], hyp: Sequence[str]) -> int:
+    """Levenshtein distance over words (substitutions, insertions and deletions each cost 1)."""
+    prev = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, start=1):
+        cur = [i] + [0] * len(hyp)
+        for j, h in enumerate(hyp, start=1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (r != h))
+        prev = cur
+    return prev[-1]
+
+
+# ---- revisions -----------------------------------------------------------------------------------------
+
+@dataclass(slots=True)
+class RevisionCounts:
+    churn: int = 0  # changed before the gate released it
+    post_synthesis: int = 0  # changed after release / TTS request, before it was played
+    audible: int = 0  # changed after it started playing
+
+    def add(self, other: RevisionCounts) -> None:
+        self.churn += other.churn
+        self.post_synthesis += other.post_synthesis
+        self.audible += other.audible
+
+
+class RevisionTracker:
+    """Classifies each change of one reply's response text by how far that text had travelled.
+
+    Feed every snapshot's text (and the char offsets of the positions it revised, in the previous text) in
+    time order, interleaved with `mark_released` (gate), `mark_sent` (TTS request) and `mark_played`
+    (playout start of a chunk: from then on its words can be heard) as char positions advance.
+    A change at char c is audible if c < played, post_synthesis if c < max(sent, released) (text that has
+    left the gate is as good as synthesised: fixing it means cancelling that TTS work), else churn.
+    When a snapshot reports no revised positions, a change is detected from the text itself: if the
+    previous text is not a prefix of the new one, one change at their first difference.
+    """
+
+    def __init__(self) -> None:
+        self.counts = RevisionCounts()
+        self.released = 0
+        self.sent = 0
+        self.played = 0
+        self._prev_text: str | None = None
+        self._prev_snap: Snapshot | None = None
+
+    def mark_released(self, end_char: int) -> None:
+        self.released = max(self.released, end_char)
+
+    def mark_sent(self, end_char: int) -> None:
+        self.sent = max(self.sent, end_char)
+
+    def mark_played(self, end_char: int) -> None:
+        self.played = max(self.played, end_char)
+
+    def classify(self, char: int) -> str:
+        if char < self.played:
+            return "audible"
+        if char < max(self.sent, self.released):
+            return "post_synthesis"
+        return "churn"
+
+    def observe(self, text: str, revised_chars: Sequence[int] = ()) -> list[str]:
+        """Record one snapshot; returns the class of each change it made."""
+        prev, self._prev_text = self._prev_text, text
+        changes = list(revised_chars)
+        if not changes and prev is not None and not text.startswith(prev):
+            d = 0
+            while d < min(len(prev), len(text)) and prev[d] == text[d]:
+                d += 1
+            changes = [d]
+        kinds = [self.classify(c) for c in changes]
+        for k in kinds:
+            setattr(self.counts, k, getattr(self.counts, k) + 1)
+        return kinds
+
+    def observe_snapshot(self, snap: Snapshot) -> list[str]:
+        """`observe` straight from engine snapshots of one generation (fed in order)."""
+        offsets = revised_char_offsets(snap, self._prev_snap)
+        self._prev_snap = snap
+        return self.observe(snap.text(), offsets)
+
+
+# ---- per-turn table ------------------------------------------------------------------------------------
+
+def _first(evs: Iterable[Event], kind: str, pred: Any = None) -> Event | None:
+    for e in evs:
+        if e.kind == kind and (pred is None or pred(e)):
+            return e
+    return None
+
+
+def _t(e: Event | None) -> int | None:
+    return None if e is None else e.t_ns
+
+
+def _by_call(events: Iterable[Event]) -> dict[str, list[Event]]:
+    calls: dict[str, list[Event]] = defaultdict(list)
+    for e in events:
+        calls[e.call_id].append(e)
+    for evs in calls.values():
+        evs.sort(key=lambda e: e.t_ns)  # stable: rows logged at the same instant keep their order
+    return dict(calls)
+
+
+def _heard(reply: list[Event]) -> tuple[int | None, int, bool]:
+    """(heard word errors or None, words played (known), reply was cut by a barge-in)."""
+    chunk_text = {e.payload["chunk_id"]: str(e.payload.get("text", "")) for e in reply if e.kind == K.GATE_COMMIT}
+    played: list[str] = []
+    unknown = False
+    started = set()
+    stopped = set()
+    for e in reply:
+        if e.kind == K.PLAYOUT_START:
+            started.add(e.payload["chunk_id"])
+        elif e.kind == K.PLAYOUT_STOP:
+            cid = e.payload["chunk_id"]
+            stopped.add(cid)
+            if e.payload.get("played") is not None:
+                played += spoken_words(str(e.payload["played"]))
+            elif e.payload.get("interrupted"):
+                unknown = True
+            else:
+                played += spoken_words(str(e.payload.get("text", chunk_text.get(cid, ""))))
+    if started - stopped:
+        unknown = True  # a chunk began playing and we never learnt how much was heard
+    cut = [e for e in reply if e.kind == K.CONTEXT_UPDATE and e.payload.get("interrupted")]
+    if not cut:
+        return None, len(played), False
+    if unknown:
+        return None, len(played), True
+    kept = spoken_words(str(cut[-1].payload.get("content", "")))
+    return word_edit_distance(played, kept), len(played), True
+
+
+def _revisions(reply: list[Event]) -> RevisionCounts | None:
+    if not any(e.kind == K.ENGINE_SNAPSHOT for e in reply):
+        return None
+    tr = RevisionTracker()
+    chunk_end: dict[Any, int] = {}
+    for e in reply:
+        p = e.payload
+        if e.kind == K.ENGINE_SNAPSHOT:
+            tr.observe(str(p["text"]), [int(c) for c in p.get("revised_chars") or ()])
+        elif e.kind == K.GATE_COMMIT:
+            chunk_end[p["chunk_id"]] = int(p["end_char"])
+            tr.mark_released(int(p["end_char"]))
+        elif e.kind == K.TTS_REQUEST and p["chunk_id"] in chunk_end:
+            tr.mark_sent(chunk_end[p["chunk_id"]])
+        elif e.kind == K.PLAYOUT_START and p["chunk_id"] in chunk_end:
+            tr.mark_played(chunk_end[p["chunk_id"]])
+    return tr.counts
+
+
+def _turn_row(call_id: str, turn: int, evs: list[Event]) -> dict[str, Any]:
+    caller = [e for e in evs if e.turn == turn and e.kind in (K.CALLER_SPEECH_START, K.CALLER_SPEECH_END)]
+    start_e = _first(caller, K.CALLER_SPEECH_START)
+    speech_start, speech_end = _t(start_e), _t(_first(caller, K.CALLER_SPEECH_END))
+    expect = start_e.payload.get("expect") if start_e is not None else None
+    reply = [e for e in evs if e.turn == turn and e.kind not in (K.CALLER_SPEECH_START, K.CALLER_SPEECH_END)]
+
+    # the reply's acoustic onset; rows the output side could not attribute (turn -1) are matched by time
+    onset_e = _first(reply, K.BOT_AUDIBLE_ONSET)
+    if onset_e is None:
+        heard_from = _t(_first(reply, K.PLAYOUT_START))
+        if heard_from is None:
+            heard_from = _t(_first(reply, K.TTS_FIRST_AUDIO))
+        if heard_from is not None:
+            onset_e = _first(evs, K.BOT_AUDIBLE_ONSET, lambda e: e.turn == -1 and e.t_ns >= heard_from)
+    onset = _t(onset_e)
+
+    commit_e = _first(reply, K.GATE_COMMIT)
+    commit = _t(commit_e)
+    requests = [e for e in reply if e.kind == K.LLM_REQUEST and (commit is None or e.t_ns <= commit)]
+    llm_request = requests[-1].t_ns if requests else None
+    turn_end = _t(_first(reply, K.TURN_END))
+    stt_end = llm_request if llm_request is not None else _t(_first(reply, K.STT_FINAL))
+    tts_req_e = _first(reply, K.TTS_REQUEST)
+    tts_first_e = None
+    if tts_req_e is not None:
+        cid = tts_req_e.payload["chunk_id"]
+        tts_first_e = _first(reply, K.TTS_FIRST_AUDIO, lambda e: e.payload["chunk_id"] == cid)
+    if tts_first_e is None:
+        tts_first_e = _first(reply, K.TTS_FIRST_AUDIO)
+    tts_first = _t(tts_first_e)
+
+    far = _ms(speech_end, onset)
+    stop = None
+    if expect == "interrupt" and speech_start is not None:
+        ends = [e.t_ns for e in evs if e.kind == K.BOT_AUDIBLE_END and e.turn < turn
+                and e.t_ns >= speech_start and (onset is None or e.t_ns <= onset)]
+        stop = _ms(speech_start, max(ends)) if ends else None
+
+    done_e = _first(reply, K.ENGINE_DONE)
+    heard_errors, played_words, cut = _heard(reply)
+    rev = _revisions(reply)
+    return {
+        "call_id": call_id,
+        "turn": turn,
+        "expect": expect,
+        "far_ms": _r(far),
+        "endpointing_ms": _r(_ms(speech_end, turn_end)),
+        "stt_ms": _r(_ms(turn_end, stt_end)),
+        "engine_first_commit_ms": _r(_ms(llm_request, commit)),
+        "gate_to_tts_ms": _r(_ms(commit, _t(tts_req_e))),
+        "tts_first_audio_ms": _r(_ms(_t(tts_req_e), tts_first)),
+        "playout_ms": _r(_ms(tts_first, onset)),
+        "stop_latency_ms": _r(stop),
+        "recovery_ms": _r(far) if expect == "interrupt" else None,
+        "interrupted": cut,
+        "heard_word_errors": heard_errors,
+        "false_barge_in": None,  # filled per call in turn_table
+        "spoken_words": played_words,
+        "churn": None if rev is None else rev.churn,
+        "post_synthesis": None if rev is None else rev.post_synthesis,
+        "audible": None if rev is None else rev.audible,
+        "first_snapshot_ms": _r(_ms(llm_request, _t(_first(reply, K.ENGINE_SNAPSHOT)))),
+        "engine_ms": _r(_ms(llm_request, _t(done_e))),
+        "tokens": None if done_e is None else done_e.payload.get("tokens"),
+        "steps": None if done_e is None else done_e.payload.get("steps"),
+        "forwards": None if done_e is None else done_e.payload.get("forwards"),
+        "cancelled": None if done_e is None else bool(done_e.payload.get("cancelled", False)),
+        "chunks": sum(1 for e in reply if e.kind == K.GATE_COMMIT),
+        "errors": sum(1 for e in reply if e.kind == K.ERROR),
+    }
+
+
+def _false_barge_ins(evs: list[Event]) -> set[int]:
+    """Turns (expect=no_interrupt) during which the bot was interrupted while speaking."""
+    starts = [(e.t_ns, e.turn, e.payload.get("expect")) for e in evs if e.kind == K.CALLER_SPEECH_START]
+    hit: set[int] = set()
+    for e in evs:
+        if e.kind != K.INTERRUPTION or not e.payload.get("bot_speaking", True):
+            continue
+        before = [s for s in starts if s[0] <= e.t_ns]
+        if before and before[-1][2] == "no_interrupt":
+            hit.add(before[-1][1])
+    return hit
+
+
+def turn_table(events: Iterable[Event]) -> list[dict[str, Any]]:
+    """One row per caller utterance (call_id, turn order); see the module doc for each column."""
+    rows: list[dict[str, Any]] = []
+    for call_id, evs in sorted(_by_call(events).items()):
+        turns = sorted({e.turn for e in evs if e.kind in (K.CALLER_SPEECH_START, K.CALLER_SPEECH_END)})
+        false_hits = _false_barge_ins(evs)
+        for turn in turns:
+            row = _turn_row(call_id, turn, evs)
+            if row["expect"] == "no_interrupt":
+                row["false_barge_in"] = turn in false_hits
+            rows.append(row)
+    return rows
+
+
+# ---- summary.json --------------------------------------------------------------------------------------
+
+def _vals(rows: Iterable[Mapping[str, Any]], key: str) -> list[float]:
+    return [r[key] for r in rows if r.get(key) is not None]
+
+
+def _sum_or_none(values: list[Any]) -> Any:
+    return sum(values) if values else None
+
+
+def _truth_p95(rows: list[dict[str, Any]], truth: Iterable[Mapping[str, Any]] | None, key: str) -> float | None:
+    if truth is None:
+        return None
+    ours = {(r["call_id"], r["turn"]): r.get(key) for r in rows}
+    diffs = []
+    for t in truth:
+        mine = ours.get((t.get("call_id"), t.get("turn")))
+        if mine is not None and t.get(key) is not None:
+            diffs.append(abs(mine - float(t[key])))
+    return _r(percentile(diffs, 95))
+
+
+def summarize(events: Iterable[Event], config: Mapping[str, Any],
+              truth: Iterable[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """summary.json of DESIGN.md §7 for one configuration.
+
+    `config` gives run_id, engine, sampler and policy. `truth` holds the WAV analyzer's rows (call_id,
+    turn, far_ms, stop_latency_ms); without it the truth figures are None.
+    """
+    evs = list(events)
+    rows = turn_table(evs)
+    answered = [r for r in rows if r["expect"] != "no_interrupt"]
+    breakdown = {part: _r(percentile(_vals(answered, f"{part}_ms"), 50)) for part in BREAKDOWN_PARTS}
+    heard = _vals(rows, "heard_word_errors")
+    backchannels = [r for r in rows if r["expect"] == "no_interrupt"]
+    rev_rows = [r for r in rows if r["churn"] is not None]
+    spoken = sum(r["spoken_words"] for r in rows)
+    audible = _sum_or_none(_vals(rev_rows, "audible"))
+
+    done = [e for e in evs if e.kind == K.ENGINE_DONE and not e.payload.get("cancelled")]
+    engine_rows = {(r["call_id"], r["turn"]): r for r in rows}
+    tokens = forwards = 0
+    seconds = 0.0
+    for e in done:
+        r = engine_rows.get((e.call_id, e.turn))
+        n = e.payload.get("tokens")
+        if r is None or r["engine_ms"] is None or not n:
+            continue
+        tokens += int(n)
+        seconds += r["engine_ms"] / 1000.0
+        forwards += int(e.payload.get("forwards") or 0)
+
+    return {
+        "run_id": config.get("run_id"),
+        "engine": config.get("engine"),
+        "sampler": config.get("sampler"),
+        "policy": config.get("policy"),
+        "calls": len({e.call_id for e in evs}),
+        "turns": len(rows),
+        "far_ms": latency_stats(_vals(answered, "far_ms")),
+        "far_breakdown_ms": breakdown,
+        "stop_latency_ms": latency_stats(_vals(rows, "stop_latency_ms")),
+        "recovery_ms": latency_stats(_vals(rows, "recovery_ms")),
+        "heard_text_word_errors": _sum_or_none(heard),
+        "false_barge_ins": sum(1 for r in backchannels if r["false_barge_in"]) if backchannels else None,
+        "revisions": {
+            "churn": _sum_or_none(_vals(rev_rows, "churn")),
+            "post_synthesis": _sum_or_none(_vals(rev_rows, "post_synthesis")),
+            "audible": audible,
+            "spoken_words": spoken,
+            "audible_per_100_words": (_r(100.0 * audible / spoken, 3)
+                                      if audible is not None and spoken > 0 else None),
+        },
+        "engine_figures": {
+            "first_commit_ms_p50": _r(percentile(_vals(rows, "engine_first_commit_ms"), 50)),
+            "tokens_per_s": _r(tokens / seconds, 2) if tokens and seconds > 0 else None,
+            "forwards_per_token": _r(forwards / tokens, 3) if tokens and forwards else None,
+        },
+        "truth": {
+            "far_abs_diff_ms_p95": _truth_p95(rows, truth, "far_ms"),
+            "stop_abs_diff_ms_p95": _truth_p95(rows, truth, "stop_latency_ms"),
+        },
+    }
