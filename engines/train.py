@@ -41,9 +41,9 @@ class TrainConfig:
     n_heads: int = 4
     mlp_hidden_size: int = 768
     batch: int = 64
-    ar_steps: int = 1500
+    ar_steps: int = 800
     ar_lr: float = 1e-3
-    diff_steps: int = 1200
+    diff_steps: int = 1000
     diff_lr: float = 5e-4
     seed: int = 0
     threads: int = 2

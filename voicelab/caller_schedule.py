@@ -40,6 +40,7 @@ After = Literal["call_start", "prev_turn_end", "bot_audio_start", "bot_audio_end
 Expect = Literal["interrupt", "no_interrupt"]
 AFTER_KINDS: tuple[str, ...] = ("call_start", "prev_turn_end", "bot_audio_start", "bot_audio_end")
 EXPECT_KINDS: tuple[str, ...] = ("interrupt", "no_interrupt")
+_EPS_S = 1e-9  # sums of seconds are not exact: 0.53 + 2.0 > 2.53
 
 
 @dataclass(frozen=True)
@@ -124,7 +125,7 @@ class CallerScheduler:
         out: list[ScheduledClip] = []
         while len(self._fired) < len(self.turns):
             clip = self._resolve(len(self._fired), now_s)
-            if clip is None or clip.start_s > now_s:
+            if clip is None or clip.start_s > now_s + _EPS_S:
                 break
             self._fired.append(clip)
             out.append(clip)

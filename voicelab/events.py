@@ -208,9 +208,14 @@ def revised_char_offsets(snap: Snapshot, prev: Snapshot | None) -> list[int]:
     return [cum[min(p, len(pieces))] for p in snap.revised]
 
 
-def snapshot_payload(snap: Snapshot, prev: Snapshot | None = None) -> dict[str, Any]:
-    """The payload of an engine_snapshot event (pass the previous snapshot of the same reply, if any)."""
-    return {
+def snapshot_payload(snap: Snapshot, prev: Snapshot | None = None, canvas: bool = False) -> dict[str, Any]:
+    """The payload of an engine_snapshot event (pass the previous snapshot of the same reply, if any).
+
+    With `canvas=True` it also carries the per-position state the report's canvas heatmap draws:
+    `mask` (one character per canvas position, "1" masked, "0" unmasked) and `confidence` (per position,
+    3 decimals). It costs a few bytes per position and step, so it is opt-in.
+    """
+    payload: dict[str, Any] = {
         "step": snap.step,
         "prefix_len": snap.prefix_len,
         "masked": sum(snap.masked),
@@ -223,3 +228,7 @@ def snapshot_payload(snap: Snapshot, prev: Snapshot | None = None) -> dict[str, 
         "eos": snap.eos,
         "done": snap.done,
     }
+    if canvas:
+        payload["mask"] = "".join("1" if m else "0" for m in snap.masked)
+        payload["confidence"] = [round(float(c), 3) for c in snap.confidence]
+    return payload

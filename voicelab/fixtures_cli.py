@@ -46,7 +46,8 @@ def list_(specs: list[str] = typer.Argument(None, help="'default', 'all' (the de
     try:
         for f in select(specs or ["all"], root):
             fx = load_fixture(f)
-            kind = "recording" if fx.recording else f"{len(fx.turns)} turns"
+            n = len(fx.turns)
+            kind = "recording" if fx.recording else f"{n} turn{'s' if n != 1 else ''}"
             typer.echo(f"{fx.name:28s} {kind:10s} {fx.caller_audio_s:5.1f} s  {fx.description}")
     except FixtureError as e:
         raise _fail(str(e)) from None

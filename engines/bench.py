@@ -1,0 +1,121 @@
+"""Engine benchmark: every engine and sampler on the same held-out prompts, batch 1.
+
+    python -m engines.bench --json        (also: voicelab bench engines)
+
+Figures per engine/sampler:
+- tokens_per_s: answer tokens (up to and including the end token) over generation wall time;
+- first_commit_ms: median time from the request to the first snapshot whose contiguous
+  committed prefix is non-empty (what the gate can first release);
+- forwards_per_token: model forward passes per answer token;
+- correctness: right intent and exact slots (engines/evaluate.py) on the same prompts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+
+from engines.engine import Engine, open_engine
+from engines.evaluate import evaluate, heldout_examples
+
+DEFAULT_RUNS = [
+    ("diffusion", "threshold", {}),
+    ("diffusion", "threshold", {"cache": "none"}),
+    ("diffusion", "low_confidence", {}),
+    ("diffusion", "revising", {}),
+    ("ar", "autoregressive", {}),
+]
+
+
+@dataclass
+class BenchRow:
+    engine: str
+    sampler: str
+    options: dict[str, Any]
+    prompts: int
+    tokens_per_s: float
+    first_commit_ms: float
+    forwards_per_token: float
+    steps_per_answer: float
+    ms_per_forward: float
+    correctness: float
+    revisions_per_answer: float
+
+
+def bench_engine(eng: Engine, examples: list, warmup: int = 3) -> BenchRow:
+    for e in examples[:warmup]:
+        eng.answer(e.messages)
+    tokens = forwards = steps = revisions = 0
+    gen_s = 0.0
+    firsts: list[float] = []
+    for e in examples:
+        gen = eng.generate(e.messages)
+        t0 = time.monotonic_ns()
+        first = None
+        last = None
+        for snap in gen:
+            last = snap
+            steps += 1
+            revisions += len(snap.revised)
+            if first is None and snap.prefix_len > 0:
+                first = snap.t_ns - t0
+        gen_s += (time.monotonic_ns() - t0) / 1e9
+        if last is not None:
+            n = last.prefix_len + (1 if last.eos is not None else 0)
+            tokens += n
+            forwards += last.forwards
+        if first is not None:
+            firsts.append(first / 1e6)
+    res = evaluate(eng, examples, keep_failures=0)
+    n = len(examples)
+    return BenchRow(eng.name, eng.sampler, {}, n, round(tokens / gen_s, 1),
+                    round(statistics.median(firsts), 2) if firsts else float("nan"),
+                    round(forwards / max(1, tokens), 3), round(steps / n, 2),
+                    round(gen_s * 1000 / max(1, forwards), 3), res.correct, round(revisions / n, 2))
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="Benchmark the engines on the same held-out prompts.")
+    ap.add_argument("--n", type=int, default=200, help="held-out prompts")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
+    ap.add_argument("--out", default=None, help="also write the JSON result (with machine info) here")
+    a = ap.parse_args(argv)
+    torch.set_num_threads(a.threads)
+    examples = heldout_examples(a.n)
+    rows: list[BenchRow] = []
+    for model, sampler, opts in DEFAULT_RUNS:
+        eng = open_engine(model, sampler, **opts)
+        row = bench_engine(eng, examples)
+        row.options = opts
+        rows.append(row)
+        eng.close()
+        if not a.json:
+            print(json.dumps(asdict(row)), flush=True)
+    out = [asdict(r) for r in rows]
+    if a.out:
+        meta = {"machine": {"platform": platform.platform(), "processor": platform.processor(),
+                            "threads": a.threads, "torch": torch.__version__,
+                            "device": "cuda" if torch.cuda.is_available() else "cpu"}, "rows": out}
+        with open(a.out, "w") as f:
+            f.write(json.dumps(meta, indent=1) + "\n")
+    if a.json:
+        print(json.dumps(out, indent=1))
+    else:
+        ar = next((r for r in rows if r.sampler == "autoregressive"), None)
+        for r in rows:
+            ratio = f"{r.tokens_per_s / ar.tokens_per_s:.2f}x AR" if ar else ""
+            print(f"{r.engine:10s} {r.sampler:15s} {json.dumps(r.options):18s} {r.tokens_per_s:8.1f} tok/s "
+                  f"{ratio:9s} first commit {r.first_commit_ms:6.1f} ms  {r.forwards_per_token:.2f} fwd/tok  "
+                  f"correct {r.correctness:.1%}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,44 @@
+"""Shared fixtures: tiny random checkpoints written in the real LLaDA folder layout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+def make_checkpoint(folder: Path, causal: bool = False, shift: bool = True, shards: int = 2, seed: int = 0,
+                    d_model: int = 32, n_layers: int = 2) -> Path:
+    import torch
+
+    from engines import corpus
+    from engines.checkpoint import save
+    from engines.model import LLaDAModel, ModelConfig
+    from engines.tokenizer import train_tiny
+
+    ex = corpus.generate(300, seed)
+    tok = train_tiny([m["content"] for e in ex for m in e.messages] + [e.reply for e in ex], vocab_size=300)
+    cfg = ModelConfig(d_model=d_model, n_layers=n_layers, n_heads=4, n_kv_heads=4, mlp_hidden_size=2 * d_model,
+                      vocab_size=tok.vocab_size, embedding_size=tok.vocab_size, max_sequence_length=256,
+                      mask_token_id=tok.mask_id, eos_token_id=tok.eos_id, pad_token_id=tok.eos_id,
+                      causal=causal, logits_shift=shift and not causal)
+    model = LLaDAModel(cfg)
+    model.init_weights(seed)
+    # larger random weights make confident, varied guesses, so samplers take many paths
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() == 2:
+                p.mul_(8.0)
+    save(model, tok, folder, shards=shards, dtype=torch.float32,
+         extra_config={"voicelab": {"canvas": 16, "block_size": 4}})
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_diffusion(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_checkpoint(tmp_path_factory.mktemp("ckpt") / "diffusion")
+
+
+@pytest.fixture(scope="session")
+def tiny_ar(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_checkpoint(tmp_path_factory.mktemp("ckpt") / "ar", causal=True)

@@ -1,0 +1,215 @@
+"""Caller scheduling on hand-made bot event sequences (voicelab/caller_schedule.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from voicelab.caller_schedule import CallerScheduler, ScheduledClip, StartRule, TurnPlan
+
+
+def plan(after: str, delay: float = 0.0, dur: float = 2.0, on: float = 0.25, off: float = 1.65,
+         expect: str | None = None) -> TurnPlan:
+    return TurnPlan(start=StartRule(after, delay), duration_s=dur, speech_onset_s=on, speech_offset_s=off,
+                    expect=expect)  # type: ignore[arg-type]
+
+
+def run_until(s: CallerScheduler, t: float, dt: float = 0.01) -> list[ScheduledClip]:
+    """Poll due() from 0 to t like a player would."""
+    out: list[ScheduledClip] = []
+    now = 0.0
+    while now <= t + 1e-9:
+        out += s.due(now)
+        now = round(now + dt, 6)
+    return out
+
+
+def test_call_start_and_prev_turn_end() -> None:
+    s = CallerScheduler([plan("call_start", 0.5), plan("prev_turn_end", 0.3), plan("call_start", 6.0)])
+    assert s.due(0.4) == []
+    first = s.due(0.5)
+    assert [(c.turn, c.start_s, c.reason) for c in first] == [(0, 0.5, "rule")]
+    assert s.due(0.6) == []  # never twice
+    assert s.next_start(1.0) == pytest.approx(2.8)
+    assert s.due(2.79) == []
+    assert [c.turn for c in s.due(2.8)] == [1]
+    # turn 1 ends at 4.8; turn 2 at 6.0 on the call clock
+    assert [c.start_s for c in s.due(10.0)] == [6.0]
+    assert s.due(20.0) == []
+
+
+def test_several_due_at_once_come_in_order() -> None:
+    s = CallerScheduler([plan("call_start", 0.0, dur=1.0), plan("prev_turn_end", 0.0, dur=1.0),
+                         plan("prev_turn_end", 0.0, dur=1.0)])
+    assert [(c.turn, c.start_s) for c in s.due(5.0)] == [(0, 0.0), (1, 1.0), (2, 2.0)]
+
+
+def test_bot_audio_start_is_the_first_start_after_the_previous_clip_began() -> None:
+    s = CallerScheduler([plan("call_start", 0.5), plan("bot_audio_start", 1.2, expect="interrupt")])
+    s.bot_audio_started(0.1)  # greeting: before turn 0's clip, not its reply
+    s.bot_audio_stopped(0.4)
+    assert [c.turn for c in s.due(0.5)] == [0]
+    assert s.due(3.0) == []
+    s.bot_audio_started(3.1)
+    assert s.due(4.29) == []
+    clip = s.due(4.3)
+    assert [(c.turn, c.start_s, c.reason) for c in clip] == [(1, pytest.approx(4.3), "rule")]
+    assert "reply to turn 0" in clip[0].note
+
+
+def test_bot_audio_end_skips_stops_before_the_reply() -> None:
+    """A stop after the clip began but before the reply (greeting cut short) is not the reply's end."""
+    s = CallerScheduler([plan("call_start", 0.5), plan("bot_audio_end", 0.6)])
+    s.bot_audio_started(0.2)
+    s.due(0.5)
+    s.bot_audio_stopped(1.0)  # greeting stops when the caller talks over it
+    s.bot_audio_started(3.0)  # the reply
+    assert s.due(3.5) == []
+    s.bot_audio_stopped(5.0)
+    assert [(c.turn, c.start_s) for c in s.due(5.6)] == [(1, pytest.approx(5.6))]
+
+
+def test_after_a_barge_in_bot_audio_end_is_the_recovery_reply() -> None:
+    s = CallerScheduler([plan("call_start", 0.5), plan("bot_audio_start", 1.0, expect="interrupt"),
+                         plan("bot_audio_end", 0.5)])
+    s.due(0.5)
+    s.bot_audio_started(3.0)
+    assert [c.start_s for c in s.due(4.0)] == [4.0]  # caller cuts in
+    s.bot_audio_stopped(4.5)  # the bot stops because of the barge-in: not a reply to turn 1
+    assert s.due(6.0) == []
+    s.bot_audio_started(6.5)
+    s.bot_audio_stopped(9.0)
+    assert [c.start_s for c in s.due(9.5)] == [9.5]
+
+
+def test_bot_never_speaks_falls_back_to_timeout() -> None:
+    s = CallerScheduler([plan("call_start", 0.5), plan("bot_audio_start", 1.2, expect="interrupt")],
+                        no_reply_timeout_s=6.0)
+    clips = run_until(s, 8.0)
+    # turn 0's speech ends at 0.5 + 1.65 = 2.15; the reply is missing until 8.15
+    assert [c.turn for c in clips] == [0]
+    clips = run_until(s, 12.0)
+    late = [c for c in clips if c.turn == 1]
+    assert len(late) == 1
+    assert late[0].reason == "timeout"
+    assert late[0].start_s == pytest.approx(2.15 + 6.0 + 1.2)
+    assert "no bot audio" in late[0].note
+    assert s.truth()[1].reason == "timeout"
+
+
+def test_timeout_for_the_greeting_and_bot_audio_end() -> None:
+    s = CallerScheduler([plan("bot_audio_end", 8.0)], no_reply_timeout_s=6.0)
+    assert s.due(13.9) == []
+    clip = s.due(14.0)
+    assert [(c.reason, c.start_s) for c in clip] == [("timeout", 14.0)]
+    assert "greeting" in clip[0].note
+
+
+def test_with_a_greeting_turn_zero_waits_for_its_end() -> None:
+    s = CallerScheduler([plan("bot_audio_end", 8.0)])
+    s.bot_audio_started(0.3)
+    s.bot_audio_stopped(2.8)
+    assert s.due(10.7) == []
+    assert [c.start_s for c in s.due(10.8)] == [pytest.approx(10.8)]
+
+
+def test_timeout_is_frozen_when_the_bot_answers_late() -> None:
+    s = CallerScheduler([plan("call_start", 0.0), plan("bot_audio_end", 2.0)], no_reply_timeout_s=3.0)
+    s.due(0.0)
+    assert s.due(4.65) == []  # speech end 1.65 + 3 = 4.65: anchor known now, clip at 6.65
+    s.bot_audio_started(5.0)  # too late: the caller has already decided
+    clip = s.due(6.65)
+    assert [(c.reason, c.start_s) for c in clip] == [("timeout", pytest.approx(6.65))]
+
+
+def test_endless_reply_is_capped() -> None:
+    s = CallerScheduler([plan("call_start", 0.0), plan("bot_audio_end", 0.5)], max_reply_s=10.0)
+    s.due(0.0)
+    s.bot_audio_started(2.0)
+    assert s.due(11.9) == []
+    clip = s.due(12.5)
+    assert [(c.reason, c.start_s) for c in clip] == [("timeout", 12.5)]
+    assert "still playing" in clip[0].note
+
+
+def test_after_a_backchannel_bot_audio_end_is_the_overlapped_speech() -> None:
+    s = CallerScheduler([plan("call_start", 0.5), plan("bot_audio_start", 1.5, dur=0.8, on=0.25, off=0.5,
+                                                       expect="no_interrupt"),
+                         plan("bot_audio_end", 0.7)])
+    s.due(0.5)
+    s.bot_audio_started(3.0)
+    assert [c.start_s for c in s.due(4.5)] == [4.5]  # mm-hmm while the bot talks
+    assert s.due(6.0) == []
+    s.bot_audio_stopped(7.0)  # the bot finished the answer it was giving
+    assert [(c.turn, c.start_s) for c in s.due(7.7)] == [(2, pytest.approx(7.7))]
+
+
+def test_after_a_backchannel_to_a_silent_bot_times_out() -> None:
+    s = CallerScheduler([plan("call_start", 0.0, dur=0.8, on=0.25, off=0.5, expect="no_interrupt"),
+                         plan("bot_audio_end", 0.7)], no_reply_timeout_s=6.0)
+    clips = run_until(s, 8.0)
+    assert [(c.turn, c.reason, c.start_s) for c in clips] == [(0, "rule", 0.0),
+                                                             (1, "timeout", pytest.approx(7.2))]
+
+
+def test_clip_never_overlaps_the_previous_one() -> None:
+    s = CallerScheduler([plan("call_start", 0.0, dur=3.0), plan("bot_audio_start", 0.0)])
+    s.due(0.0)
+    s.bot_audio_started(1.0)  # the bot jumps in during the caller's clip
+    assert s.due(2.9) == []
+    clip = s.due(3.0)
+    assert [c.start_s for c in clip] == [3.0]
+    assert "held until turn 0" in clip[0].note
+
+
+def test_truth_on_the_call_clock() -> None:
+    s = CallerScheduler([plan("call_start", 0.5, on=0.25, off=1.65), plan("prev_turn_end", 1.0)])
+    s.due(10.0)
+    truth = s.truth()
+    assert [(u.turn, u.clip_start_s, u.speech_start_s, u.speech_end_s, u.clip_end_s) for u in truth] == [
+        (0, 0.5, 0.75, pytest.approx(2.15), 2.5), (1, 3.5, 3.75, pytest.approx(5.15), 5.5)]
+    # the player's real start times win
+    late = s.truth({1: 3.52})
+    assert late[1].speech_start_s == pytest.approx(3.77)
+
+
+def test_clip_started_moves_later_turns() -> None:
+    s = CallerScheduler([plan("call_start", 0.5), plan("prev_turn_end", 0.0)])
+    assert [c.turn for c in s.due(0.5)] == [0]
+    s.clip_started(0, 0.53)
+    assert s.due(2.52) == []
+    assert [c.start_s for c in s.due(2.53)] == [pytest.approx(2.53)]
+    assert s.truth()[0].speech_start_s == pytest.approx(0.78)
+    with pytest.raises(ValueError):
+        s.clip_started(5, 1.0)
+
+
+def test_done_waits_for_the_last_reply_and_a_tail() -> None:
+    s = CallerScheduler([plan("call_start", 0.5)], tail_s=1.5)
+    assert not s.done(0.0)
+    s.due(0.5)
+    assert not s.done(2.6)
+    s.bot_audio_started(3.0)
+    assert not s.done(4.0)  # the reply is playing
+    s.bot_audio_stopped(6.0)
+    assert not s.done(7.4)
+    assert s.done(7.5)
+    s.bot_audio_started(7.6)  # more bot speech: not done while it plays
+    assert not s.done(8.0)
+    s.bot_audio_stopped(8.5)
+    assert not s.done(9.9)
+    assert s.done(10.0)
+
+
+def test_done_when_the_bot_never_answers_the_last_turn() -> None:
+    s = CallerScheduler([plan("call_start", 0.0)], no_reply_timeout_s=6.0)
+    s.due(0.0)
+    assert not s.done(7.6)
+    assert s.done(7.65)
+
+
+def test_needs_turns_and_a_previous_turn_for_prev_turn_end() -> None:
+    with pytest.raises(ValueError):
+        CallerScheduler([])
+    s = CallerScheduler([plan("prev_turn_end", 0.0)])
+    with pytest.raises(ValueError, match="no previous turn"):
+        s.due(1.0)

@@ -1,0 +1,174 @@
+"""Sampler invariants on tiny random checkpoints: what each sampler may and may not change."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from engines.checkpoint import load
+from engines.engine import Engine
+from engines.samplers import SamplerConfig
+from engines.snapshot import Snapshot
+
+MSGS = [{"role": "user", "content": "what time do you open on friday"}]
+MASK_ONLY = ["low_confidence", "threshold"]
+
+
+def _unmasked(s: Snapshot) -> dict[int, int]:
+    return {i: t for i, (t, m) in enumerate(zip(s.tokens, s.masked, strict=True)) if not m}
+
+
+def run_all(eng: Engine, cfg: SamplerConfig, pin_each: bool = False) -> list[Snapshot]:
+    gen = eng.generate(MSGS, **{k: getattr(cfg, k) for k in cfg.__dataclass_fields__})
+    out = []
+    for snap in gen:
+        out.append(snap)
+        if pin_each:
+            gen.pin(snap.prefix_len)
+    return out
+
+
+_settings = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@pytest.mark.parametrize("sampler", MASK_ONLY)
+@pytest.mark.parametrize("cache", ["none", "prefix", "dual"])
+@_settings
+@given(seed=st.integers(0, 10_000), block=st.sampled_from([2, 4, 8]), blocks=st.integers(1, 3),
+       temperature=st.sampled_from([0.0, 0.7]), threshold=st.sampled_from([0.05, 0.5, 0.95]))
+def test_mask_only_samplers_never_change_an_unmasked_token(tiny_diffusion: Path, sampler: str, cache: str, seed: int,
+                                                           block: int, blocks: int, temperature: float,
+                                                           threshold: float) -> None:
+    eng = Engine(load(tiny_diffusion), sampler)
+    cfg = SamplerConfig(canvas=block * blocks, block_size=block, steps_per_block=max(1, block // 2), cache=cache,
+                        temperature=temperature, threshold=threshold, seed=seed)
+    snaps = run_all(eng, cfg)
+    assert snaps and snaps[-1].done
+    seen: dict[int, int] = {}
+    for s in snaps:
+        assert not s.revised
+        for i, t in _unmasked(s).items():
+            assert seen.setdefault(i, t) == t, f"position {i} changed at step {s.step}"
+        # blocks run left to right: nothing past the current block is decided
+        assert all(s.masked[i] for i in range(s.blocks_done + block, len(s.masked)))
+
+
+@_settings
+@given(seed=st.integers(0, 10_000), block=st.sampled_from([4, 8]))
+def test_revising_sampler_revises_inside_the_current_block_only(tiny_diffusion: Path, seed: int, block: int) -> None:
+    eng = Engine(load(tiny_diffusion), "revising")
+    cfg = SamplerConfig(canvas=2 * block, block_size=block, draft_threshold=0.0, remask_threshold=0.9,
+                        edit_threshold=0.3, seed=seed, temperature=0.5)
+    snaps = run_all(eng, cfg)
+    assert snaps[-1].done
+    prev_done = 0
+    for s in snaps:
+        for i in s.revised:
+            assert i >= prev_done, "a finished block was revised"
+        prev_done = s.blocks_done
+
+
+def test_revising_sampler_really_revises(tiny_diffusion: Path) -> None:
+    eng = Engine(load(tiny_diffusion), "revising")
+    total = 0
+    for seed in range(8):
+        cfg = SamplerConfig(canvas=8, block_size=4, draft_threshold=0.0, remask_threshold=0.9, edit_threshold=0.3,
+                            seed=seed, temperature=0.5)
+        snaps = run_all(eng, cfg)
+        for a, b in zip(snaps, snaps[1:], strict=False):
+            changed = {i for i, t in _unmasked(a).items() if b.masked[i] or b.tokens[i] != t}
+            assert changed <= set(b.revised), "a change the snapshot does not report"
+            total += len(changed)
+    assert total > 0, "the revising sampler never changed a decoded token"
+
+
+@pytest.mark.parametrize("sampler", ["low_confidence", "threshold", "revising"])
+@_settings
+@given(seed=st.integers(0, 10_000))
+def test_no_sampler_changes_a_pinned_token(tiny_diffusion: Path, sampler: str, seed: int) -> None:
+    eng = Engine(load(tiny_diffusion), sampler)
+    cfg = SamplerConfig(canvas=8, block_size=4, draft_threshold=0.0, remask_threshold=0.9, edit_threshold=0.3,
+                        seed=seed, temperature=0.5, steps_per_block=2)
+    gen = eng.generate(MSGS, **{k: getattr(cfg, k) for k in cfg.__dataclass_fields__})
+    frozen: dict[int, int] = {}
+    for snap in gen:
+        for i, t in frozen.items():
+            assert not snap.masked[i] and snap.tokens[i] == t, f"pinned position {i} changed"
+        # pin whatever decoded prefix exists now, as the pinned gate does
+        n = 0
+        while n < len(snap.masked) and not snap.masked[n]:
+            n += 1
+        gen.pin(n)
+        frozen.update({i: snap.tokens[i] for i in range(n)})
+
+
+def test_autoregressive_sampler_appends_one_token_per_step(tiny_ar: Path) -> None:
+    eng = Engine(load(tiny_ar), "autoregressive", SamplerConfig(canvas=12))
+    snaps = list(eng.generate(MSGS))
+    for k, s in enumerate(snaps, 1):
+        assert s.masked.count(False) == k
+        if k > 1:
+            assert s.tokens[: k - 1] == snaps[k - 2].tokens[: k - 1]
+    assert snaps[-1].done
+
+
+def test_autoregressive_sampler_refuses_a_bidirectional_model(tiny_diffusion: Path) -> None:
+    eng = Engine(load(tiny_diffusion), "autoregressive")
+    with pytest.raises(ValueError, match="causal"):
+        list(eng.generate(MSGS))
+
+
+@pytest.mark.parametrize("sampler", ["low_confidence", "threshold", "revising"])
+def test_cancel_stops_within_one_step(tiny_diffusion: Path, sampler: str) -> None:
+    eng = Engine(load(tiny_diffusion), sampler, SamplerConfig(canvas=64, block_size=4, threshold=0.999,
+                                                              steps_per_block=4, draft_threshold=0.999))
+
+    async def go() -> tuple[int, int, float, float]:
+        gen = eng.generate(MSGS)
+        n = 0
+        step_times: list[float] = []
+        t_prev = time.monotonic()
+        cancel_at = 0.0
+        async for _snap in gen:
+            n += 1
+            now = time.monotonic()
+            step_times.append(now - t_prev)
+            t_prev = now
+            if n == 3:
+                gen.cancel()
+                cancel_at = time.monotonic()
+        return n, gen.snapshots, time.monotonic() - cancel_at, max(step_times)
+
+    n, produced, after, slowest = asyncio.run(go())
+    assert n == 3  # nothing is yielded after cancel
+    assert produced <= 3  # and no further step was run
+    assert after <= slowest + 0.05
+
+
+def test_cancel_from_another_task_interrupts_the_stream(tiny_diffusion: Path) -> None:
+    eng = Engine(load(tiny_diffusion), "threshold", SamplerConfig(canvas=64, block_size=4, threshold=0.999))
+
+    async def go() -> tuple[int, int]:
+        gen = eng.generate(MSGS)
+        seen = 0
+
+        async def consume() -> None:
+            nonlocal seen
+            async for _ in gen:
+                seen += 1
+
+        task = asyncio.create_task(consume())
+        while seen < 2:
+            await asyncio.sleep(0.001)
+        gen.cancel()
+        await asyncio.wait_for(task, timeout=2.0)
+        return seen, gen.snapshots
+
+    seen, produced = asyncio.run(go())
+    assert produced <= seen + 1  # at most the step already in flight
+    assert produced < 64

@@ -1,0 +1,62 @@
+"""Training on a micro config lowers the loss; the shipped tiny engines answer in text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from engines import corpus
+from engines.engine import TINY_MODELS, open_engine
+from engines.evaluate import parse_answer
+from engines.model import LLaDAModel, ModelConfig
+from engines.tokenizer import train_tiny
+from engines.train import encode, run_training
+
+
+@pytest.mark.parametrize("kind", ["ar", "diffusion"])
+def test_a_few_training_steps_lower_the_loss(kind: str) -> None:
+    torch.manual_seed(0)
+    ex = corpus.generate(400, 3)
+    tok = train_tiny([m["content"] for e in ex for m in e.messages] + [e.reply for e in ex], vocab_size=300)
+    data = encode(tok, ex, 48)
+    cfg = ModelConfig(d_model=32, n_layers=1, n_heads=2, n_kv_heads=2, mlp_hidden_size=64, vocab_size=tok.vocab_size,
+                      embedding_size=tok.vocab_size, mask_token_id=tok.mask_id, eos_token_id=tok.eos_id,
+                      causal=kind == "ar", logits_shift=kind == "diffusion")
+    model = LLaDAModel(cfg)
+    model.init_weights(0)
+    log: list[dict] = []
+    run_training(model, data, steps=40, lr=3e-3, batch=16, seed=0, kind=kind, pad_id=0, mask_id=tok.mask_id,
+                 log=log, print_every=39)
+    assert log[-1]["loss"] < 0.7 * log[0]["loss"]
+
+
+def test_corpus_is_reproducible_and_covers_the_intents() -> None:
+    a, b = corpus.generate(3000, 7), corpus.generate(3000, 7)
+    assert [e.to_json() for e in a] == [e.to_json() for e in b]
+    intents = {e.intent for e in a}
+    assert len(intents) >= 8 and {"hours", "address", "book", "reschedule", "cancel", "order_status",
+                                  "readback_phone", "small_talk", "fallback"} <= intents
+    assert any(len(e.messages) > 1 for e in a), "some pairs carry earlier turns"
+    held = corpus.heldout(200, 1, a)
+    seen = {(e.intent, tuple(sorted(e.slots.items()))) for e in a if e.slots}
+    assert all((e.intent, tuple(sorted(e.slots.items()))) not in seen for e in held if e.slots)
+
+
+@pytest.mark.skipif(not (TINY_MODELS["diffusion"] / "config.json").exists(), reason="tiny weights not trained")
+@pytest.mark.parametrize("model", ["diffusion", "ar"])
+def test_shipped_tiny_engine_answers_a_corpus_prompt(model: str) -> None:
+    eng = open_engine(model)
+    text = eng.answer([{"role": "user", "content": "hi what time do you open on saturday"}])
+    assert parse_answer(text) == ("hours", {"day": "saturday"}), text
+    text = eng.answer([{"role": "user", "content": "can you check my order 4 7 1 2 9"}])
+    assert parse_answer(text) == ("order_status", {"number": "47129"}), text
+
+
+def test_shipped_weights_fit_the_budget() -> None:
+    root = Path(TINY_MODELS["diffusion"]).parent
+    if not root.exists():
+        pytest.skip("tiny weights not trained")
+    total = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+    assert total <= 40 * 2**20

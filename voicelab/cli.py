@@ -1,0 +1,66 @@
+"""The `voicelab` command line: one entry point, each command a thin wrapper over a module."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from voicelab.fixtures_cli import fixtures_app
+
+app = typer.Typer(help="voicelab: a voice-agent latency lab for diffusion text engines.", no_args_is_help=True,
+                  pretty_exceptions_enable=False, add_completion=False)
+app.add_typer(fixtures_app, name="fixtures")
+
+bench_app = typer.Typer(help="Benchmarks (speed and memory targets live here, not in unit tests).",
+                        no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+
+
+def _fail(msg: str) -> None:
+    typer.echo(f"error: {msg}", err=True)
+    raise typer.Exit(2)
+
+
+@bench_app.command("engines")
+def bench_engines(
+    n: Annotated[int, typer.Option(help="held-out prompts")] = 200,
+    json_out: Annotated[bool, typer.Option("--json", help="print a JSON list")] = False,
+    out: Annotated[Path | None, typer.Option(help="also write the JSON result here")] = None,
+    threads: Annotated[int, typer.Option(help="torch threads")] = 2,
+) -> None:
+    """Every engine and sampler on the same held-out prompts: tokens/s, first commit, correctness."""
+    from engines import bench
+    from engines.errors import CheckpointError
+
+    argv = ["--n", str(n), "--threads", str(threads)] + (["--json"] if json_out else [])
+    argv += ["--out", str(out)] if out else []
+    try:
+        bench.main(argv)
+    except CheckpointError as e:
+        _fail(str(e))
+
+
+@app.command("train")
+def train(
+    out: Annotated[Path, typer.Option(help="folder for the tiny models")] = Path("engines/tiny"),
+    ar_steps: Annotated[int | None, typer.Option(help="autoregressive training steps")] = None,
+    diff_steps: Annotated[int | None, typer.Option(help="diffusion adaptation steps")] = None,
+) -> None:
+    """Train the tiny AR model, then adapt the diffusion model from it (CPU, about 30 minutes)."""
+    from engines import train as tr
+
+    argv = ["--out", str(out)]
+    argv += ["--ar-steps", str(ar_steps)] if ar_steps is not None else []
+    argv += ["--diff-steps", str(diff_steps)] if diff_steps is not None else []
+    tr.main(argv)
+
+
+def main() -> None:  # pragma: no cover - console entry
+    app(prog_name="voicelab")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
