@@ -33,7 +33,7 @@ def run_all(eng: Engine, cfg: SamplerConfig, pin_each: bool = False) -> list[Sna
     return out
 
 
-_settings = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+_settings = settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 @pytest.mark.parametrize("sampler", MASK_ONLY)

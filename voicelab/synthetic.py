@@ -117,6 +117,9 @@ class _Canvas:
         self.pinned = 0
         self.step = 0
         self.forwards = 0
+        # a revising sampler keeps polishing a few steps after the last unmask, and may change what the gate
+        # already released (unless it was pinned): the defects the metrics must catch
+        self.polish = 8 if sampler == "revising" else 0
 
     def pin(self, n: int) -> None:
         self.pinned = max(self.pinned, n)
@@ -157,13 +160,15 @@ class _Canvas:
             i = self.rng.choice(open_pos[:window])
             self.masked[i] = False
             self.pieces[i] = self.true[i]
+        if not any(self.masked) and self.polish > 0:
+            self.polish -= 1
         if self.sampler == "revising" and not revised and self.rng.random() < 0.35:
             cands = [i for i in range(self.pinned, self.n - 1) if not self.masked[i]]
             if cands:
                 self.wrong = self.rng.choice(cands)
                 self.pieces[self.wrong] = (" " if self.wrong else "") + "uh"
                 revised.append(self.wrong)
-        done = not any(self.masked) and self.wrong is None
+        done = not any(self.masked) and self.wrong is None and self.polish == 0
         return self._snap(t_ns, revised, done)
 
 
@@ -303,7 +308,6 @@ class _CallSim:
     def _play(self, r: _Reply) -> None:
         """Emit the output side of a reply, cut at `cut_s` if the caller barged in."""
         tm = self.tm
-        cid = self.call.call_id
         cut = r.cut_s
         r.words = [(a, min(b, cut) if cut is not None else b, w, c) for a, b, w, c in r.words
                    if cut is None or a < cut]
@@ -386,11 +390,20 @@ def write_run(out_dir: str | Path, config: dict[str, Any] | None = None, calls: 
     return run
 
 
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in name)
+
+
 def synthetic_cell_runner(cell: CellSpec, out_dir: Path) -> Path:
     """A sweep cell runner that writes a synthetic run for the cell's configuration (no model, seconds)."""
     cfg = {"engine": cell.engine, "sampler": cell.sampler, "policy": cell.policy, "shaper": dict(cell.shaper)}
     timing = Timing()
     if cell.engine == "ar":
         timing = replace(timing, step_ms=15.0)
-    calls = [barge_in_call(f"{f}-c1") if "barge" in f else plain_call(f"{f}-c0") for f in cell.fixtures]
+    calls: list[Call] = []
+    for f in cell.fixtures:  # 'plain', anything with 'barge', or both (e.g. 'default')
+        if "barge" not in f:
+            calls.append(plain_call(f"{_safe(f)}-plain"))
+        if "plain" not in f:
+            calls.append(barge_in_call(f"{_safe(f)}-barge"))
     return write_run(out_dir, cfg, calls, timing=timing, seed=cell.seed, run_id=cell.cell_id)

@@ -24,7 +24,7 @@ The format of `calls/<call_id>.json` (write it with `write_call_truth`):
      "utterances": [{"turn": 0, "clip_start_s": 0.5, "clip_end_s": 2.1, "speech_start_s": 0.62,
                      "speech_end_s": 1.95, "expect": null, "text": "hi what time do you open"}]}
 `speech_start_s` and `speech_end_s` are required (seconds on the call clock); the reader also accepts the key
-"turns" for "utterances".
+"turns" for "utterances", an optional "wav" (the recording's file name in calls/), and ignores other keys.
 """
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ class CallTruth:
     fixture: str | None = None
     fixture_path: str | None = None
     sample_rate: int | None = None
+    wav: str | None = None  # the recording's file name in calls/, when it is not <call_id>.wav
 
 
 def call_truth_dict(call_id: str, utterances: Iterable[Any], fixture: str | None = None,
@@ -160,8 +161,10 @@ def read_call_truth(path: str | Path) -> CallTruth:
     if not isinstance(call_id, str) or not call_id:
         raise TruthError(f"{p}: field 'call_id' must be a non-empty string")
     sr = d.get("sample_rate")
+    wav = d.get("wav")
     return CallTruth(call_id=call_id, utterances=tuple(out), fixture=d.get("fixture"),
-                     fixture_path=d.get("fixture_path"), sample_rate=sr if isinstance(sr, int) else None)
+                     fixture_path=d.get("fixture_path"), sample_rate=sr if isinstance(sr, int) else None,
+                     wav=wav if isinstance(wav, str) and wav else None)
 
 
 def read_call_wav(path: str | Path) -> tuple[np.ndarray, np.ndarray, int]:
@@ -234,7 +237,7 @@ def analyze_call(wav_path: str | Path, truth: CallTruth, min_gap_s: float = onse
             caller_end = None if span is None else a / sr + span[1]
         rows.append(TruthRow(
             call_id=truth.call_id, turn=u.turn, expect=u.expect,
-            speech_start_ms=_r(u.speech_start_s * 1000) or 0.0, speech_end_ms=_r(u.speech_end_s * 1000) or 0.0,
+            speech_start_ms=round(u.speech_start_s * 1000, 1), speech_end_ms=round(u.speech_end_s * 1000, 1),
             bot_onset_ms=_r(None if reply_on is None else reply_on * 1000),
             far_ms=_r(None if reply_on is None else (reply_on - u.speech_end_s) * 1000),
             bot_stop_ms=_r(None if stop_at is None else stop_at * 1000),
@@ -256,7 +259,7 @@ def analyze_run(run_dir: str | Path) -> list[dict[str, Any]]:
         return rows
     for jp in sorted(calls.glob("*.json")):
         truth = read_call_truth(jp)
-        wav = calls / f"{jp.stem}.wav"
+        wav = calls / (truth.wav or f"{jp.stem}.wav")
         if not wav.is_file():
             raise TruthError(f"{wav}: recording missing for ground truth {jp.name}")
         rows += [r.to_dict() for r in analyze_call(wav, truth)]

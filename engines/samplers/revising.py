@@ -1,8 +1,8 @@
 """A revising sampler in the WINO / LLaDA-2.1 editing style: draft boldly, then verify.
 
 Each step drafts every masked token of the current block above a low threshold (at least one),
-then verifies the tokens drafted earlier in this block with a second forward in which they are
-masked again (a shadow of the block): a token the model now finds improbable is re-masked, and
+then verifies tokens drafted earlier in this block with a second forward in which half of them
+(alternating each step) are masked again, so each is re-predicted with its neighbours visible: a token the model now finds improbable is re-masked, and
 one the model would confidently replace by another is overwritten. So already-decoded tokens
 really change here, inside the current block only; finished blocks and pinned tokens never do.
 """
@@ -32,22 +32,28 @@ def sample(model: LLaDAModel, prompt: list[int], special: Special, cfg: SamplerC
             if ctl.cancelled.is_set():
                 return
             block = cv.resp[s:e]
-            # draft
-            logits = cv.logits(s, e, refresh=first)
-            first = False
-            guess, conf = cv.choose(logits)
             masked = block == mask_id
             drafted_before = ~masked
-            if masked.any():
+            if masked.any():  # draft
+                logits = cv.logits(s, e, refresh=first)
+                first = False
+                guess, conf = cv.choose(logits)
                 take = masked & ((conf >= cfg.draft_threshold) | settle)
                 score = torch.where(masked, conf, torch.full_like(conf, -1.0))
                 take[score.argmax()] = True
                 block[take] = guess[take]
+            else:  # a verification-only pass (post-edit step)
+                post_edits += 1
             # verify the earlier drafts of this block that nobody pinned
             pinned = ctl.pinned
             can_revise = drafted_before.clone()
             can_revise[: max(0, min(e, pinned) - s)] = False
             revised: list[int] = []
+            # verify half of the earlier drafts per step (alternating), so each is re-predicted
+            # with its neighbours visible: a context the draft did not have
+            parity = (torch.arange(s, e, device=block.device) + n_steps) % 2 == 0
+            if int(can_revise.sum()) > 1:
+                can_revise &= parity
             if can_revise.any():
                 saved = block.clone()
                 block[can_revise] = mask_id
@@ -64,9 +70,10 @@ def sample(model: LLaDAModel, prompt: list[int], special: Special, cfg: SamplerC
                         block[i] = mask_id  # back to mask: decided again later
                         revised.append(s + i)
             still_masked = bool((block == mask_id).any())
-            if not still_masked:
-                post_edits += 1
-            block_final = not still_masked and (not revised or post_edits >= cfg.max_post_edit_steps or settle)
+            # a block is final once it has no masks and both halves passed verification unchanged
+            # (or the post-edit / step budget ran out)
+            block_final = not still_masked and (
+                (not revised and post_edits >= 2) or post_edits >= cfg.max_post_edit_steps or settle)
             if block_final:
                 done_len = e
             finished = block_final and cv.answer_complete()

@@ -1,0 +1,179 @@
+"""Pipecat adapter around the pure stable-chunk gate (`voicelab.gate.Gate`).
+
+Consumes the engine's `SnapshotFrame`s (from `voicelab.llm_service`), feeds them to one `Gate` per reply,
+pins released tokens back to the generation before it steps again (the snapshot frame carries an ack the
+LLM service waits on), ticks the gate's hold timer, and emits one `ChunkTextFrame` (an
+`AggregatedTextFrame`, so pipecat's TTS speaks it at once with no sentence buffering) per released chunk.
+Tool-call spans are never spoken: committed ones go to the tool handler and are logged as `tool_call`.
+
+Also defines the frames that carry chunk identity down to the output transport: `ChunkTextFrame` and
+`PlayoutMarkFrame` (the TTS puts one before each word's audio, the transport logs playout from them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pipecat.frames.frames import (
+    AggregatedTextFrame,
+    DataFrame,
+    EndFrame,
+    Frame,
+    InterruptionFrame,
+    LLMFullResponseEndFrame,
+    LLMFullResponseStartFrame,
+)
+from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
+
+from voicelab.events import EventKind
+from voicelab.gate import Gate, GatePolicy, ShaperParams, ToolCall
+from voicelab.llm_service import SnapshotFrame
+from voicelab.observers import CallLog
+
+K = EventKind
+CHUNK_TEXT_TYPE = "stable_chunk"
+
+
+@dataclass
+class ChunkTextFrame(AggregatedTextFrame):
+    """A committed chunk for TTS; `chunk_id` is unique within the call, `turn` is the reply turn."""
+
+    chunk_id: int = 0
+    turn: int = -1
+
+
+@dataclass
+class PlayoutMarkFrame(DataFrame):
+    """Put in the audio stream by the TTS right before the audio of word `word_index` of a chunk.
+
+    `word_index == len(words)` marks the end of the chunk's audio. The output transport sees it when all
+    audio before it has been handed to the speaker, so it knows when that word starts to be heard.
+    """
+
+    chunk_id: int = 0
+    turn: int = -1
+    word_index: int = 0
+    words: list[str] = field(default_factory=list)
+    text: str = ""
+
+    @property
+    def is_end(self) -> bool:
+        return self.word_index >= len(self.words)
+
+
+ToolHandler = Callable[[ToolCall, int], Any]
+
+
+class GateProcessor(FrameProcessor):
+    """Snapshots in, `ChunkTextFrame`s out (one gate per reply)."""
+
+    def __init__(self, log: CallLog, policy: GatePolicy | str = "pinned", shaper: ShaperParams | None = None,
+                 tick_ms: float = 20.0, tool_handler: ToolHandler | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._log = log
+        self.policy = GatePolicy.parse(policy) if isinstance(policy, str) else policy
+        self.shaper = shaper or ShaperParams()
+        self._tick_s = tick_ms / 1000.0
+        self._tool_handler = tool_handler
+        self._gate: Gate | None = None
+        self._gen_id: int | None = None
+        self._turn = -1
+        self._next_chunk_id = 0  # chunk ids are unique within the call
+        self._chunk_base = 0
+        self._tick_task: asyncio.Task[None] | None = None
+        self._lock = asyncio.Lock()  # feed and tick push chunks in release order
+        self.tool_calls: list[ToolCall] = []
+        self.malformed_tool_spans: list[str] = []
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+        await super().process_frame(frame, direction)
+        if isinstance(frame, SnapshotFrame):
+            try:
+                await self._on_snapshot(frame)
+            finally:
+                frame.ack.set()
+        elif isinstance(frame, LLMFullResponseStartFrame):
+            self._drop_gate()
+            self._ensure_ticker()
+            await self.push_frame(frame, direction)
+        elif isinstance(frame, LLMFullResponseEndFrame):
+            # a reply that ended without a done snapshot (cancelled, engine error) says nothing more
+            self._drop_gate()
+            await self.push_frame(frame, direction)
+        elif isinstance(frame, InterruptionFrame):
+            self._drop_gate()
+            await self.push_frame(frame, direction)
+        elif isinstance(frame, EndFrame):
+            await self._stop_ticker()
+            await self.push_frame(frame, direction)
+        else:
+            await self.push_frame(frame, direction)
+
+    async def cleanup(self) -> None:
+        await super().cleanup()
+        await self._stop_ticker()
+
+    # ---- gate ---------------------------------------------------------------------------------------
+
+    def _drop_gate(self) -> None:
+        self._gate = None
+        self._gen_id = None
+
+    async def _on_snapshot(self, f: SnapshotFrame) -> None:
+        if f.gen_id != self._gen_id:
+            pin = f.pin if self.policy.pinned else None
+            self._gate = Gate(self.policy, self.shaper, pin=pin)
+            self._gen_id = f.gen_id
+            self._turn = f.turn
+            self._chunk_base = self._next_chunk_id
+        gate = self._gate
+        if gate is None:
+            return
+        async with self._lock:
+            chunks = gate.feed(f.snapshot, self._log.now_ns())
+            await self._emit(gate, chunks)
+
+    async def _emit(self, gate: Gate, chunks: list[Any]) -> None:
+        for call in gate.pop_tool_calls():
+            self.tool_calls.append(call)
+            self._log.log(K.TOOL_CALL, self._turn, call.to_payload())
+            if self._tool_handler is not None:
+                try:
+                    self._tool_handler(call, self._turn)
+                except Exception as e:  # a broken tool must not stop the call
+                    self._log.error("tool_handler", e, self._turn)
+        for span in gate.malformed_tool_spans[len(self.malformed_tool_spans):]:
+            self.malformed_tool_spans.append(span)
+        for chunk in chunks:
+            cid = self._chunk_base + chunk.chunk_id
+            self._next_chunk_id = max(self._next_chunk_id, cid + 1)
+            payload = gate.commit_payload(chunk)
+            payload["chunk_id"] = cid
+            payload["gate_chunk"] = chunk.chunk_id
+            self._log.log(K.GATE_COMMIT, self._turn, payload)
+            out = ChunkTextFrame(text=chunk.text, text_type=CHUNK_TEXT_TYPE, chunk_id=cid, turn=self._turn)
+            await self.push_frame(out)
+
+    # ---- hold timer ---------------------------------------------------------------------------------
+
+    def _ensure_ticker(self) -> None:
+        if self._tick_task is None:
+            self._tick_task = self.create_task(self._ticker(), name="gate_ticker")
+
+    async def _stop_ticker(self) -> None:
+        if self._tick_task is not None:
+            await self.cancel_task(self._tick_task)
+            self._tick_task = None
+
+    async def _ticker(self) -> None:
+        while True:
+            await asyncio.sleep(self._tick_s)
+            gate = self._gate
+            if gate is None or gate.finished:
+                continue
+            async with self._lock:
+                if gate is self._gate:
+                    await self._emit(gate, gate.tick(self._log.now_ns()))

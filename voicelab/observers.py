@@ -1,0 +1,173 @@
+"""The per-call event log and the pipecat observer that writes the event rows of DESIGN.md §3.
+
+`CallLog` owns one call's clock (``time.monotonic_ns()`` at call start is t_ns 0), the caller's ground
+truth as the fixture player reports it, and the turn attribution of `voicelab.events`: caller rows carry
+their utterance's index, reply-path rows carry the "reply turn" (the caller utterance being answered,
+fixed at each turn end), call-level rows -1. Every component of the pipeline logs through it; rows go to an
+`EventWriter` at once (a crash keeps what happened so far) and stay in memory for the summary.
+
+`EventObserver` watches frames that no processor of ours owns (VAD, turn end, transcripts, interruptions,
+pipecat's bot speaking frames) and logs them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pipecat.frames.frames import (
+    BotStartedSpeakingFrame,
+    BotStoppedSpeakingFrame,
+    InterruptionFrame,
+    TranscriptionFrame,
+    UserStartedSpeakingFrame,
+    UserStoppedSpeakingFrame,
+    VADUserStartedSpeakingFrame,
+    VADUserStoppedSpeakingFrame,
+)
+from pipecat.observers.base_observer import BaseObserver, FramePushed
+from pipecat.processors.frame_processor import FrameDirection
+
+from voicelab.events import Event, EventKind, EventWriter
+
+K = EventKind
+
+
+@dataclass
+class CallerUtterance:
+    """Ground truth of one caller utterance on the call clock (ns)."""
+
+    turn: int
+    clip_start_ns: int
+    clip_end_ns: int
+    speech_start_ns: int
+    speech_end_ns: int
+    expect: str | None
+    text: str
+
+
+class CallLog:
+    """Clock, turn attribution and event rows of one call."""
+
+    def __init__(self, call_id: str, writer: EventWriter | None = None,
+                 on_event: Callable[[Event], None] | None = None) -> None:
+        self.call_id = call_id
+        self.t0_ns = time.monotonic_ns()
+        self.writer = writer
+        self.events: list[Event] = []
+        self.utterances: list[CallerUtterance] = []
+        self.reply_turn = -1  # the caller utterance the bot is answering now
+        self.request_turn = -1  # the reply turn of the latest LLM request (the reply being spoken)
+        self.bot_speaking = False  # pipecat's view (BotStarted/StoppedSpeakingFrame)
+        self.errors = 0
+        self._on_event = on_event
+
+    def restart_clock(self) -> None:
+        """Set t_ns 0 to now (the call starts when audio starts flowing)."""
+        self.t0_ns = time.monotonic_ns()
+
+    def now_ns(self) -> int:
+        return time.monotonic_ns() - self.t0_ns
+
+    def to_call_ns(self, monotonic_ns: int) -> int:
+        return monotonic_ns - self.t0_ns
+
+    def log(self, kind: EventKind | str, turn: int | None = None, payload: dict[str, Any] | None = None,
+            t_ns: int | None = None) -> Event:
+        """Write one row; turn None means the current reply turn, t_ns None means now."""
+        e = Event(call_id=self.call_id, turn=self.reply_turn if turn is None else turn,
+                  t_ns=self.now_ns() if t_ns is None else t_ns, kind=str(kind), payload=payload or {})
+        if e.kind == K.ERROR:
+            self.errors += 1
+        self.events.append(e)
+        if self.writer is not None:
+            self.writer.write(e)
+        if self._on_event is not None:
+            self._on_event(e)
+        return e
+
+    def error(self, where: str, exc: BaseException | str, turn: int | None = None) -> Event:
+        msg = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
+        return self.log(K.ERROR, turn, {"where": where, "message": msg})
+
+    # ---- caller ground truth ---------------------------------------------------------------------
+
+    def add_utterance(self, u: CallerUtterance) -> None:
+        """Record a caller clip the player has placed, and log its ground-truth rows."""
+        self.utterances.append(u)
+        info = {"text": u.text, "expect": u.expect}
+        self.log(K.CALLER_CLIP_START, u.turn, info, t_ns=u.clip_start_ns)
+        self.log(K.CALLER_SPEECH_START, u.turn, info, t_ns=u.speech_start_ns)
+        self.log(K.CALLER_SPEECH_END, u.turn, info, t_ns=u.speech_end_ns)
+        self.log(K.CALLER_CLIP_END, u.turn, info, t_ns=u.clip_end_ns)
+
+    def caller_turn_at(self, t_ns: int) -> int:
+        """The latest caller utterance whose speech started at or before t_ns (-1 if none)."""
+        turn = -1
+        for u in self.utterances:
+            if u.speech_start_ns <= t_ns:
+                turn = u.turn
+        return turn
+
+    def utterance(self, turn: int) -> CallerUtterance | None:
+        return next((u for u in self.utterances if u.turn == turn), None)
+
+    def on_turn_end(self) -> int:
+        """A user turn ended now: the bot's next reply answers the latest caller utterance."""
+        turn = self.caller_turn_at(self.now_ns())
+        if turn >= 0:
+            self.reply_turn = turn
+        return self.reply_turn
+
+
+class EventObserver(BaseObserver):
+    """Logs pipecat frames that mark the input side and the bot's speaking state.
+
+    Frames broadcast in both directions are logged once (the downstream copy), and each frame once
+    (its first push).
+    """
+
+    def __init__(self, log: CallLog) -> None:
+        super().__init__()
+        self._log = log
+        self._seen: set[int] = set()
+
+    def _once(self, data: FramePushed) -> bool:
+        if data.direction != FrameDirection.DOWNSTREAM:
+            return False
+        fid = data.frame.id
+        if fid in self._seen:
+            return False
+        self._seen.add(fid)
+        return True
+
+    async def on_push_frame(self, data: FramePushed) -> None:
+        f = data.frame
+        if not isinstance(f, (VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame, UserStartedSpeakingFrame,
+                              UserStoppedSpeakingFrame, TranscriptionFrame, InterruptionFrame,
+                              BotStartedSpeakingFrame, BotStoppedSpeakingFrame)):
+            return
+        if not self._once(data):
+            return
+        log = self._log
+        now = log.now_ns()
+        if isinstance(f, VADUserStartedSpeakingFrame):
+            log.log(K.VAD_START, log.caller_turn_at(now), {"start_secs": f.start_secs})
+        elif isinstance(f, VADUserStoppedSpeakingFrame):
+            log.log(K.VAD_STOP, log.caller_turn_at(now), {"stop_secs": f.stop_secs})
+        elif isinstance(f, UserStoppedSpeakingFrame):
+            turn = log.on_turn_end()
+            log.log(K.TURN_END, turn, {})
+        elif isinstance(f, TranscriptionFrame):
+            log.log(K.STT_FINAL, log.caller_turn_at(now), {"text": f.text, "finalized": bool(f.finalized)})
+        elif isinstance(f, InterruptionFrame):
+            log.log(K.INTERRUPTION, log.caller_turn_at(now), {"bot_speaking": log.bot_speaking})
+        elif isinstance(f, BotStartedSpeakingFrame):
+            log.bot_speaking = True
+            log.log(K.BOT_STARTED_SPEAKING, None, {})
+        elif isinstance(f, BotStoppedSpeakingFrame):
+            log.bot_speaking = False
+            log.log(K.BOT_STOPPED_SPEAKING, None, {})
+        # UserStartedSpeakingFrame only matters through the InterruptionFrame it comes with

@@ -1,0 +1,87 @@
+"""Command functions for `voicelab report` and `voicelab sweep` (wired into voicelab/cli.py by the lead).
+
+    app.command("report")(report_cli.report)
+    app.command("sweep")(report_cli.sweep)
+
+Bad input ends with a one-line `error: ...` on stderr and exit status 2 (1 when sweep cells failed).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from voicelab.analysis import AnalysisError
+from voicelab.events import EventLogError
+from voicelab.truth import TruthError
+
+
+def _fail(msg: str, code: int = 2) -> typer.Exit:
+    typer.echo(f"error: {msg}", err=True)
+    return typer.Exit(code)
+
+
+def report(
+    run: Annotated[Path, typer.Argument(help="a run folder, or a folder of runs (matrix or sweep)")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="HTML file (default RUN/report.html)")] = None,
+    max_turns: Annotated[int, typer.Option(help="turn timelines drawn per run")] = 12,
+    max_canvases: Annotated[int, typer.Option(help="denoising canvases drawn per run")] = 4,
+    detail_runs: Annotated[int, typer.Option(help="runs drawn in detail (the rest only summarised)")] = 3,
+) -> None:
+    """Write a self-contained HTML report (plots inline; opens without a network)."""
+    from voicelab.report import build_report
+
+    try:
+        path = build_report(run, out, max_turns=max_turns, max_canvases=max_canvases, detail_runs=detail_runs)
+    except (AnalysisError, TruthError, EventLogError) as exc:
+        raise _fail(str(exc)) from None
+    typer.echo(f"report: {path}")
+
+
+def sweep(
+    out: Annotated[Path, typer.Option("--out", "-o", help="sweep folder (re-run the same command to resume)")],
+    engine: Annotated[list[str] | None, typer.Option("--engine", help="engine (repeatable): diffusion, ar, "
+                                                     "or a checkpoint folder")] = None,
+    sampler: Annotated[list[str] | None, typer.Option("--sampler", help="sampler (repeatable); 'default' = the "
+                                                      "engine's own")] = None,
+    policy: Annotated[list[str] | None, typer.Option("--policy", help="gate policy (repeatable), e.g. final, "
+                                                     "prefix, stable:2, block, pinned")] = None,
+    shaper: Annotated[list[str] | None, typer.Option("--shaper", help="phrase shaper setting (repeatable): "
+                                                     "'default' or 'min_words=2,max_hold_ms=150'")] = None,
+    fixture: Annotated[list[str] | None, typer.Option("--fixture", help="fixture name or path (repeatable)")] = None,
+    pool_fixtures: Annotated[bool, typer.Option(help="run all fixtures in one cell instead of one cell each")] = False,
+    ray: Annotated[str | None, typer.Option("--ray", help="Ray cluster address ('auto', 'ray://host:10001'); "
+                                            "'local' starts a private Ray instance")] = None,
+    cpus_per_cell: Annotated[float, typer.Option(help="CPUs Ray reserves for each cell")] = 1.0,
+    runner: Annotated[str, typer.Option(help="'pipeline' (real calls) or 'synthetic' (a dry run, no model)")]
+    = "pipeline",
+    seed: Annotated[int, typer.Option(help="seed given to every cell")] = 0,
+) -> None:
+    """Run engines x samplers x policies x shaper settings x fixtures; resumable; ends with a Pareto plot."""
+    from voicelab.sweep import RUNNERS, SweepError, SweepGrid, parse_shaper, run_sweep
+
+    if runner not in RUNNERS:
+        raise _fail(f"--runner '{runner}': one of {', '.join(RUNNERS)}")
+    try:
+        grid = SweepGrid(
+            engines=tuple(engine or ["diffusion"]),
+            samplers=tuple(None if s == "default" else s for s in (sampler or ["default"])),
+            policies=tuple(policy or ["prefix"]),
+            shapers=tuple(parse_shaper(s) for s in (shaper or ["default"])),
+            fixtures=tuple(fixture or ["default"]),
+            per_fixture=not pool_fixtures,
+            seed=seed,
+        )
+        res = run_sweep(grid, out, RUNNERS[runner], ray_address=ray, cpus_per_cell=cpus_per_cell,
+                        echo=typer.echo)
+    except (SweepError, AnalysisError) as exc:
+        raise _fail(str(exc)) from None
+    if not res.pareto.empty:
+        typer.echo(res.pareto.to_string(index=False))
+    if res.failed:
+        for cid, why in res.failed.items():
+            typer.echo(f"failed {cid}: {why}", err=True)
+        raise _fail(f"{len(res.failed)} of {len(res.cells)} cells failed; run the same command again to retry them",
+                    1)

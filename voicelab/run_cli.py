@@ -1,0 +1,62 @@
+"""The `voicelab run` command (a typer command function; voicelab/cli.py registers it)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from voicelab.gate import GateConfigError, ShaperParams
+
+
+def _fail(msg: str) -> typer.Exit:
+    typer.echo(f"error: {msg}", err=True)
+    return typer.Exit(2)
+
+
+def run(
+    fixtures: list[str] = typer.Argument(None, help="fixture names under audio_fixtures/ or paths; default: "
+                                                    "the list in audio_fixtures/default.txt ('all' for every one)"),
+    engine: str = typer.Option("diffusion", help="diffusion, ar, a checkpoint folder, or replay:TRACE.jsonl"),
+    sampler: str = typer.Option(None, help="threshold, low_confidence, revising, autoregressive (default: the "
+                                           "engine's own)"),
+    policy: str = typer.Option("pinned", help="gate policy: final, prefix, stable:K, block, pinned, pinned:X"),
+    stt: str = typer.Option("pocketsphinx", help="pocketsphinx (streaming) or transcript (the fixture's text)"),
+    vad: str = typer.Option("silero", help="silero or webrtc"),
+    out: Path = typer.Option(Path("runs"), help="folder for run folders"),
+    matrix: bool = typer.Option(False, help="run the default matrix of configurations and write matrix.json"),
+    barge_in: str = typer.Option("words:2", help="vad (any speech stops the bot) or words:N (N words heard "
+                                                 "while the bot talks; backchannels pass)"),
+    turn: str = typer.Option("smart", help="smart[:S] (smart-turn v3; unfinished turns end after S s, "
+                                             "default 2) or timeout:S"),
+    vad_stop_secs: float = typer.Option(0.2, help="VAD silence before speech counts as stopped"),
+    vad_start_secs: float = typer.Option(0.2, help="VAD speech before it counts as started"),
+    first_chunk_words: int = typer.Option(2, help="phrase shaper: words in a short first chunk"),
+    min_words: int = typer.Option(4, help="phrase shaper: words before a clause cut"),
+    max_words: int = typer.Option(14, help="phrase shaper: longest chunk in words"),
+    max_hold_ms: float = typer.Option(250.0, help="phrase shaper: longest wait for a cut"),
+    keep_leading_ms: float = typer.Option(20.0, help="Piper leading silence kept per chunk (-1: keep all)"),
+) -> None:
+    """Run recorded calls through the voice pipeline in real time; write the run folder and print tables."""
+    from voicelab.fixtures import FixtureError
+    from voicelab.pipeline import PipelineConfig, PipelineConfigError
+    from voicelab.run import default_matrix, run_fixtures
+
+    try:
+        shaper = ShaperParams(min_words=min_words, max_words=max_words, max_hold_ms=max_hold_ms,
+                              first_min_words=first_chunk_words)
+        base = PipelineConfig(engine=engine, sampler=sampler, policy=policy, shaper=shaper, stt=stt, vad=vad,
+                              barge_in=barge_in, turn=turn, vad_stop_secs=vad_stop_secs,
+                              vad_start_secs=vad_start_secs,
+                              keep_leading_ms=None if keep_leading_ms < 0 else keep_leading_ms)
+        configs = default_matrix(base) if matrix else [base]
+        run_fixtures(fixtures, configs, out, matrix=matrix, command=list(sys.argv))
+    except (FixtureError, PipelineConfigError, GateConfigError) as e:
+        raise _fail(str(e)) from None
+    except Exception as e:  # engine checkpoints and trace files raise their own one-line errors
+        from engines.errors import CheckpointError
+
+        if isinstance(e, CheckpointError):
+            raise _fail(str(e)) from None
+        raise

@@ -1,0 +1,219 @@
+"""Speech to text for the pipeline: streaming pocketsphinx, or the fixture's own transcript.
+
+`PocketsphinxSTTService` decodes *while the caller speaks* (latency-budget.md: batch decoding after the
+turn ends costs ~725 ms for 5 s of speech, streaming leaves only the final pass, ~150 ms): from the VAD's
+start (plus a pre-roll from a ring buffer, since the VAD reports speech `start_secs` late) every audio
+frame goes to the decoder in a worker thread; partial hypotheses go out as `InterimTranscriptionFrame`s
+(they drive word-count barge-in strategies); at the VAD's stop the utterance is finalized and a
+`TranscriptionFrame(finalized=True)` lets the turn-stop strategy fire at once.
+
+`TranscriptSTTService` (`--stt transcript`) takes STT out of the budget for engine-focused runs: at the
+VAD's stop it sends the ground-truth text of the caller utterances whose speech has ended, and while the
+caller speaks it reveals their words in proportion to the speech elapsed (an ideal streaming recognizer).
+
+Both sit before the user aggregator, which broadcasts the VAD frames upstream to them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from pipecat.frames.frames import (
+    Frame,
+    InterimTranscriptionFrame,
+    TranscriptionFrame,
+    VADUserStartedSpeakingFrame,
+    VADUserStoppedSpeakingFrame,
+)
+from pipecat.services.settings import STTSettings
+from pipecat.services.stt_service import STTService
+from pipecat.utils.time import time_now_iso8601
+
+from voicelab.observers import CallLog
+
+_END = object()  # decode queue sentinel: finalize the utterance
+_START = object()
+
+
+def new_decoder(sample_rate: int = 16000) -> Any:
+    """A pocketsphinx decoder on the English model its wheel ships (quiet logging)."""
+    from pocketsphinx import Decoder
+
+    return Decoder(samprate=sample_rate, loglevel="FATAL")
+
+
+class PocketsphinxSTTService(STTService):
+    """Streaming pocketsphinx (see the module doc). Pass a shared `decoder` to skip loading one."""
+
+    def __init__(self, *, decoder: Any = None, preroll_s: float = 0.3, interim_every_s: float = 0.2,
+                 ttfs_p99_latency: float = 0.35, **kwargs: Any) -> None:
+        super().__init__(ttfs_p99_latency=ttfs_p99_latency,
+                         settings=STTSettings(model="pocketsphinx-en-us", language=None), **kwargs)
+        self._decoder = decoder
+        self._preroll_s = preroll_s
+        self._interim_every_s = interim_every_s
+        self._ring: deque[bytes] = deque()
+        self._ring_bytes = 0
+        self._queue: asyncio.Queue[object] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pocketsphinx")
+        self._in_utt = False
+        self._last_interim = ""
+        self.finals: list[str] = []
+
+    async def start(self, frame: Frame) -> None:  # type: ignore[override]
+        await super().start(frame)  # type: ignore[arg-type]
+        if self._decoder is None:
+            loop = asyncio.get_running_loop()
+            self._decoder = await loop.run_in_executor(self._executor, new_decoder, self.sample_rate)
+        if self._task is None:
+            self._task = self.create_task(self._decode_loop(), name="pocketsphinx_decode")
+
+    async def cleanup(self) -> None:
+        await super().cleanup()
+        if self._task is not None:
+            await self.cancel_task(self._task)
+            self._task = None
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    async def run_stt(self, audio: bytes):  # type: ignore[override]
+        # Keep a pre-roll of recent audio; while in an utterance, stream it to the decoder.
+        self._ring.append(audio)
+        self._ring_bytes += len(audio)
+        keep = int(2 * self.sample_rate * max(self._preroll_s + 0.3, 0.5))
+        while self._ring and self._ring_bytes - len(self._ring[0]) >= keep:
+            self._ring_bytes -= len(self._ring.popleft())
+        if self._in_utt:
+            self._queue.put_nowait(audio)
+        yield None
+
+    async def _handle_vad_user_started_speaking(self, frame: VADUserStartedSpeakingFrame) -> None:
+        await super()._handle_vad_user_started_speaking(frame)
+        if self._in_utt:
+            return
+        self._in_utt = True
+        self._queue.put_nowait(_START)
+        need = int(2 * self.sample_rate * (self._preroll_s + frame.start_secs))
+        pre: list[bytes] = []
+        got = 0
+        for chunk in reversed(self._ring):
+            if got >= need:
+                break
+            pre.append(chunk)
+            got += len(chunk)
+        for chunk in reversed(pre):
+            self._queue.put_nowait(chunk)
+
+    async def _handle_vad_user_stopped_speaking(self, frame: VADUserStoppedSpeakingFrame) -> None:
+        await super()._handle_vad_user_stopped_speaking(frame)
+        if self._in_utt:
+            self._in_utt = False
+            self._queue.put_nowait(_END)
+
+    # ---- decoder worker -----------------------------------------------------------------------------
+
+    async def _decode_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        fed = 0
+        next_interim = 0
+        active = False
+        while True:
+            item = await self._queue.get()
+            if item is _START:
+                if active:  # a stop never came: finalize what we had
+                    await loop.run_in_executor(self._executor, self._decoder.end_utt)
+                await loop.run_in_executor(self._executor, self._decoder.start_utt)
+                active, fed, self._last_interim = True, 0, ""
+                next_interim = int(self._interim_every_s * self.sample_rate * 2)
+            elif item is _END:
+                if not active:
+                    continue
+                active = False
+                text = await loop.run_in_executor(self._executor, self._finish)
+                self.finals.append(text)
+                if text:
+                    await self.push_frame(TranscriptionFrame(text, self._user_id, time_now_iso8601(),
+                                                             finalized=True))
+            elif active and isinstance(item, bytes):
+                await loop.run_in_executor(self._executor, self._feed, item)
+                fed += len(item)
+                if fed >= next_interim and self._queue.empty():
+                    next_interim = fed + int(self._interim_every_s * self.sample_rate * 2)
+                    text = await loop.run_in_executor(self._executor, self._partial)
+                    if text and text != self._last_interim:
+                        self._last_interim = text
+                        await self.push_frame(InterimTranscriptionFrame(text, self._user_id, time_now_iso8601()))
+
+    def _feed(self, audio: bytes) -> None:
+        self._decoder.process_raw(audio, False, False)
+
+    def _partial(self) -> str:
+        hyp = self._decoder.hyp()
+        return hyp.hypstr.strip() if hyp is not None else ""
+
+    def _finish(self) -> str:
+        self._decoder.end_utt()
+        hyp = self._decoder.hyp()
+        return hyp.hypstr.strip() if hyp is not None else ""
+
+
+class TranscriptSTTService(STTService):
+    """The fixture's transcript as STT output (see the module doc); reads the truth from the call log."""
+
+    def __init__(self, log: CallLog, *, interim_every_s: float = 0.1, **kwargs: Any) -> None:
+        super().__init__(ttfs_p99_latency=0.25, settings=STTSettings(model="transcript", language=None), **kwargs)
+        self._log = log
+        self._interim_every_s = interim_every_s
+        self._sent: set[int] = set()
+        self._interim_task: asyncio.Task[None] | None = None
+
+    async def run_stt(self, audio: bytes):  # type: ignore[override]
+        yield None
+
+    async def cleanup(self) -> None:
+        await super().cleanup()
+        await self._stop_interims()
+
+    async def _stop_interims(self) -> None:
+        if self._interim_task is not None:
+            await self.cancel_task(self._interim_task)
+            self._interim_task = None
+
+    async def _handle_vad_user_started_speaking(self, frame: VADUserStartedSpeakingFrame) -> None:
+        await super()._handle_vad_user_started_speaking(frame)
+        await self._stop_interims()
+        self._interim_task = self.create_task(self._interims(), name="transcript_interims")
+
+    async def _handle_vad_user_stopped_speaking(self, frame: VADUserStoppedSpeakingFrame) -> None:
+        await super()._handle_vad_user_stopped_speaking(frame)
+        await self._stop_interims()
+        now = self._log.now_ns()
+        done = [u for u in self._log.utterances
+                if u.turn not in self._sent and u.speech_start_ns <= now and u.speech_end_ns <= now]
+        if not done:
+            return
+        for u in done:
+            self._sent.add(u.turn)
+        text = " ".join(u.text for u in done)
+        await self.push_frame(TranscriptionFrame(text, self._user_id, time_now_iso8601(), finalized=True))
+
+    async def _interims(self) -> None:
+        last = ""
+        with contextlib.suppress(asyncio.CancelledError):
+            while True:
+                await asyncio.sleep(self._interim_every_s)
+                now = self._log.now_ns()
+                u = self._log.utterance(self._log.caller_turn_at(now))
+                if u is None or u.turn in self._sent:
+                    continue
+                words = u.text.split()
+                span = max(1, u.speech_end_ns - u.speech_start_ns)
+                n = min(len(words), int(len(words) * (now - u.speech_start_ns) / span))
+                text = " ".join(words[:n])
+                if text and text != last:
+                    last = text
+                    await self.push_frame(InterimTranscriptionFrame(text, self._user_id, time_now_iso8601()))

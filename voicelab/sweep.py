@@ -1,0 +1,430 @@
+"""`voicelab sweep`: every configuration of a grid (engines x samplers x policies x phrase-shaper settings x
+fixtures), resumable, locally or on a Ray cluster, ending with a Pareto plot of FAR p50 against audible
+defects per 100 spoken words.
+
+Layout of a sweep folder:
+    OUT/sweep.json            the grid and its cells (rewritten at each start)
+    OUT/cells/<cell_id>/...   one run folder per cell, written by the cell runner
+    OUT/matrix.json           list of the finished cells' summaries (DESIGN §7), with cell_id and label
+    OUT/pareto.csv, pareto.png
+
+A cell is **finished** when its folder holds a run folder with summary.json. A new start skips finished cells
+and clears unfinished ones (left by a crash or kill) before running them again, so `voicelab sweep` with the
+same arguments resumes where it stopped. A cell whose runner raises is reported and the sweep goes on.
+
+A cell runner is `Callable[[CellSpec, Path], Path]`: it runs the cell's configuration into the given folder
+and returns the run folder. `run_config_runner` calls the pipeline's `voicelab.run.run_config(config,
+fixtures, out_dir)`; `voicelab.synthetic.synthetic_cell_runner` writes a synthetic run (dry runs, tests).
+On Ray the runner is shipped to the workers, so it must be a module-level function of an installed module,
+and OUT must be on storage every node can write.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import shutil
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from voicelab.analysis import AnalysisError, load_run
+from voicelab.gate import GateConfigError, GatePolicy, ShaperParams
+
+
+class SweepError(ValueError):
+    """A bad grid or an unusable sweep folder; one line naming the option or file."""
+
+
+CONCURRENCY_NOTE_LOCAL = ("note: cells run one after another here; anything else busy on this machine (a training "
+                          "job, another sweep) still shifts the latencies, so compare cells of one quiet sweep.")
+CONCURRENCY_NOTE_RAY = ("note: on Ray, cells that land on the same machine run at the same time and compete for "
+                        "its CPUs: concurrent calls on one small machine disturb latencies. Give each cell a whole "
+                        "node (--cpus-per-cell) or compare only latencies measured alone.")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    """One configuration on one set of fixtures."""
+
+    engine: str
+    sampler: str | None  # None: the engine's default sampler
+    policy: str
+    shaper: tuple[tuple[str, Any], ...] = ()  # ShaperParams overrides, sorted (key, value)
+    fixtures: tuple[str, ...] = ("default",)
+    seed: int = 0
+
+    @property
+    def shaper_dict(self) -> dict[str, Any]:
+        return dict(self.shaper)
+
+    @property
+    def shaper_label(self) -> str:
+        return ",".join(f"{k}={v}" for k, v in self.shaper) or "default"
+
+    @property
+    def config_label(self) -> str:
+        """The configuration without the fixtures (cells of one configuration pool into one Pareto point)."""
+        return " / ".join([self.engine, self.sampler or "default", self.policy, self.shaper_label])
+
+    @property
+    def cell_id(self) -> str:
+        """Readable and unique: a slug of the settings plus a hash of the whole cell."""
+        key = json.dumps(self.config(), sort_keys=True)
+        digest = hashlib.sha256(key.encode()).hexdigest()[:8]
+        fx = "+".join(self.fixtures) if len(self.fixtures) <= 2 else f"{len(self.fixtures)}fx"
+        return _slug(f"{self.engine}-{self.sampler or 'default'}-{self.policy}-{fx}")[:60] + "-" + digest
+
+    def config(self) -> dict[str, Any]:
+        """The configuration given to the runner (`voicelab.run.run_config`'s first argument)."""
+        return {"engine": self.engine, "sampler": self.sampler, "policy": self.policy, "shaper": self.shaper_dict,
+                "fixtures": list(self.fixtures), "seed": self.seed}
+
+
+CellRunner = Callable[[CellSpec, Path], Path]
+
+SHAPER_FIELDS = {f.name: f.type for f in fields(ShaperParams)}
+
+
+def parse_shaper(text: str) -> tuple[tuple[str, Any], ...]:
+    """'default' or 'key=value,key=value' (ShaperParams fields) -> sorted overrides; SweepError if bad."""
+    text = text.strip()
+    if text in ("", "default"):
+        return ()
+    out: dict[str, Any] = {}
+    for part in text.split(","):
+        if "=" not in part:
+            raise SweepError(f"--shaper '{text}': expected key=value pairs, got '{part}'")
+        k, v = (s.strip() for s in part.split("=", 1))
+        if k not in SHAPER_FIELDS:
+            raise SweepError(f"--shaper '{text}': unknown setting '{k}' (one of {', '.join(SHAPER_FIELDS)})")
+        default = getattr(ShaperParams(), k)
+        try:
+            if isinstance(default, bool):
+                if v.lower() not in ("true", "false", "1", "0"):
+                    raise ValueError(v)
+                out[k] = v.lower() in ("true", "1")
+            elif isinstance(default, int):
+                out[k] = int(v)
+            else:
+                out[k] = float(v)
+        except ValueError:
+            raise SweepError(f"--shaper '{text}': '{k}' needs a {type(default).__name__}, got '{v}'") from None
+    try:
+        ShaperParams(**out)
+    except GateConfigError as exc:
+        raise SweepError(f"--shaper '{text}': {exc}") from None
+    return tuple(sorted(out.items()))
+
+
+def compatible(engine: str, sampler: str | None) -> bool:
+    """The shipped tiny models: 'ar' decodes only autoregressively, 'diffusion' never does."""
+    if engine == "ar":
+        return sampler in (None, "autoregressive")
+    if engine == "diffusion":
+        return sampler != "autoregressive"
+    return True
+
+
+@dataclass(frozen=True)
+class SweepGrid:
+    engines: tuple[str, ...] = ("diffusion",)
+    samplers: tuple[str | None, ...] = (None,)
+    policies: tuple[str, ...] = ("prefix",)
+    shapers: tuple[tuple[tuple[str, Any], ...], ...] = ((),)
+    fixtures: tuple[str, ...] = ("default",)
+    per_fixture: bool = True  # one cell per fixture; False: one cell runs all fixtures
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("engines", "samplers", "policies", "shapers", "fixtures"):
+            if not getattr(self, name):
+                raise SweepError(f"--{name[:-1]}: the grid needs at least one value")
+        for p in self.policies:
+            try:
+                GatePolicy.parse(p)
+            except GateConfigError as exc:
+                raise SweepError(f"--policy '{p}': {exc}") from None
+
+    def cells(self) -> list[CellSpec]:
+        """Every compatible combination, in a stable order."""
+        fixture_sets = [(f,) for f in self.fixtures] if self.per_fixture else [tuple(self.fixtures)]
+        out = []
+        for engine in self.engines:
+            for sampler in self.samplers:
+                if not compatible(engine, sampler):
+                    continue
+                for policy in self.policies:
+                    for shaper in self.shapers:
+                        for fx in fixture_sets:
+                            out.append(CellSpec(engine, sampler, policy, shaper, fx, self.seed))
+        if not out:
+            raise SweepError("the grid has no compatible engine/sampler pair (engine 'ar' needs sampler "
+                             "'autoregressive' or 'default')")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"engines": list(self.engines), "samplers": list(self.samplers), "policies": list(self.policies),
+                "shapers": [dict(s) for s in self.shapers], "fixtures": list(self.fixtures),
+                "per_fixture": self.per_fixture, "seed": self.seed}
+
+
+# ---- running ---------------------------------------------------------------------------------------------
+
+def run_config_runner(cell: CellSpec, out_dir: Path) -> Path:
+    """The real runner: the pipeline's `voicelab.run.run_config(config, fixtures, out_dir)`."""
+    try:
+        from voicelab.run import run_config  # type: ignore[attr-defined]
+    except ImportError as exc:
+        raise SweepError(f"the pipeline runner is not available ({exc}); try --runner synthetic for a dry run") \
+            from None
+    return Path(run_config(cell.config(), list(cell.fixtures), out_dir))
+
+
+def _synthetic_runner(cell: CellSpec, out_dir: Path) -> Path:
+    from voicelab.synthetic import synthetic_cell_runner
+
+    return synthetic_cell_runner(cell, out_dir)
+
+
+RUNNERS: dict[str, CellRunner] = {"pipeline": run_config_runner, "synthetic": _synthetic_runner}
+
+
+def finished_run(cell_dir: Path) -> Path | None:
+    """The run folder of a finished cell (summary.json at most two levels down), else None."""
+    if not cell_dir.is_dir():
+        return None
+    for pattern in ("summary.json", "*/summary.json", "*/*/summary.json"):
+        hits = sorted(cell_dir.glob(pattern))
+        if hits:
+            return hits[0].parent
+    return None
+
+
+@dataclass
+class SweepResult:
+    sweep_dir: Path
+    cells: list[CellSpec]
+    ran: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    runs: dict[str, Path] = field(default_factory=dict)  # cell_id -> run folder (finished cells)
+    pareto: pd.DataFrame = field(default_factory=pd.DataFrame)
+    pareto_png: Path | None = None
+
+
+def _run_local(runner: CellRunner, cells: Sequence[CellSpec], dirs: Mapping[str, Path],
+               echo: Callable[[str], None]) -> dict[str, Path | BaseException]:
+    out: dict[str, Path | BaseException] = {}
+    for i, cell in enumerate(cells, start=1):
+        echo(f"[{i}/{len(cells)}] {cell.cell_id}: {cell.config_label} on {', '.join(cell.fixtures)}")
+        try:
+            out[cell.cell_id] = Path(runner(cell, dirs[cell.cell_id]))
+        except Exception as exc:  # one broken cell must not lose the rest of the sweep
+            out[cell.cell_id] = exc
+            echo(f"  failed: {exc}")
+    return out
+
+
+def _ray_cell(runner: CellRunner, cell: CellSpec, out_dir: str) -> str:
+    return str(runner(cell, Path(out_dir)))
+
+
+def _run_ray(runner: CellRunner, cells: Sequence[CellSpec], dirs: Mapping[str, Path], address: str,
+             cpus_per_cell: float, init_kwargs: Mapping[str, Any] | None,
+             echo: Callable[[str], None]) -> dict[str, Path | BaseException]:
+    try:
+        import ray
+    except ImportError:
+        raise SweepError("--ray needs the 'ray' package (pip install ray)") from None
+    kwargs = dict(init_kwargs or {})
+    if address != "local":
+        kwargs["address"] = address
+    kwargs.setdefault("include_dashboard", False)
+    kwargs.setdefault("log_to_driver", False)
+    try:
+        ray.init(**kwargs)
+    except (ConnectionError, ValueError, RuntimeError) as exc:
+        raise SweepError(f"--ray {address}: cannot join the cluster: {exc}") from None
+    out: dict[str, Path | BaseException] = {}
+    try:
+        task = ray.remote(num_cpus=cpus_per_cell, max_retries=0)(_ray_cell)
+        pending = {task.remote(runner, c, str(dirs[c.cell_id])): c for c in cells}
+        echo(f"submitted {len(pending)} cells to Ray ({address})")
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            cell = pending.pop(done[0])
+            try:
+                out[cell.cell_id] = Path(ray.get(done[0]))
+                echo(f"done {cell.cell_id}")
+            except Exception as exc:  # RayTaskError wraps the runner's exception
+                cause = getattr(exc, "cause", None) or exc
+                out[cell.cell_id] = cause
+                echo(f"failed {cell.cell_id}: {str(cause).splitlines()[0] if str(cause) else type(cause).__name__}")
+    finally:
+        ray.shutdown()
+    return out
+
+
+def run_sweep(grid: SweepGrid, out_dir: str | Path, cell_runner: CellRunner | None = None,
+              ray_address: str | None = None, cpus_per_cell: float = 1.0,
+              ray_init: Mapping[str, Any] | None = None, echo: Callable[[str], None] = print) -> SweepResult:
+    """Run every unfinished cell of the grid into out_dir, then write matrix.json and the Pareto plot.
+
+    `ray_address`: None runs locally, one cell at a time; 'local' starts a private Ray instance (`ray_init`
+    are its ray.init arguments, e.g. num_cpus=1); anything else is a cluster address (ray.init(address=...)).
+    """
+    runner = cell_runner or run_config_runner
+    sweep = Path(out_dir)
+    if sweep.exists() and not sweep.is_dir():
+        raise SweepError(f"{sweep}: not a folder")
+    cells = grid.cells()
+    (sweep / "cells").mkdir(parents=True, exist_ok=True)
+    (sweep / "sweep.json").write_text(json.dumps(
+        {"grid": grid.to_dict(), "cells": [{"cell_id": c.cell_id, **c.config()} for c in cells]}, indent=1) + "\n",
+        encoding="utf-8")
+    res = SweepResult(sweep, cells)
+    dirs = {c.cell_id: sweep / "cells" / c.cell_id for c in cells}
+    todo = []
+    for c in cells:
+        run = finished_run(dirs[c.cell_id])
+        if run is not None:
+            res.skipped.append(c.cell_id)
+            res.runs[c.cell_id] = run
+        else:
+            if dirs[c.cell_id].exists():  # left by a crash or kill: start the cell afresh
+                shutil.rmtree(dirs[c.cell_id])
+            dirs[c.cell_id].mkdir(parents=True)
+            todo.append(c)
+    echo(f"sweep {sweep}: {len(cells)} cells, {len(res.skipped)} already finished, {len(todo)} to run")
+    echo(CONCURRENCY_NOTE_RAY if ray_address else CONCURRENCY_NOTE_LOCAL)
+    if todo:
+        if ray_address:
+            outcome = _run_ray(runner, todo, dirs, ray_address, cpus_per_cell, ray_init, echo)
+        else:
+            outcome = _run_local(runner, todo, dirs, echo)
+        for c in todo:
+            got = outcome.get(c.cell_id)
+            run = finished_run(dirs[c.cell_id]) if isinstance(got, Path) else None
+            if isinstance(got, Path) and run is None and (got / "summary.json").is_file():
+                run = got  # the runner wrote its run folder somewhere else
+            if run is not None:
+                res.ran.append(c.cell_id)
+                res.runs[c.cell_id] = run
+            else:
+                why = str(got) if isinstance(got, BaseException) else "the runner left no summary.json"
+                res.failed[c.cell_id] = why.splitlines()[0] if why else type(got).__name__
+    write_matrix(sweep, cells, res.runs)
+    res.pareto = pareto_table(cells, res.runs)
+    res.pareto.to_csv(sweep / "pareto.csv", index=False)
+    res.pareto_png = sweep / "pareto.png"
+    pareto_figure(res.pareto).savefig(res.pareto_png, dpi=100, bbox_inches="tight")
+    echo(f"ran {len(res.ran)}, skipped {len(res.skipped)}, failed {len(res.failed)}; "
+         f"matrix.json and pareto.png in {sweep}")
+    return res
+
+
+def write_matrix(sweep: Path, cells: Iterable[CellSpec], runs: Mapping[str, Path]) -> Path:
+    out = []
+    for c in cells:
+        run = runs.get(c.cell_id)
+        if run is None:
+            continue
+        try:
+            summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise SweepError(f"{run / 'summary.json'}: unreadable: {exc}") from None
+        out.append({"cell_id": c.cell_id, "label": c.config_label, "fixtures": list(c.fixtures),
+                    "path": str(run), **summary})
+    path = sweep / "matrix.json"
+    path.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+# ---- Pareto ----------------------------------------------------------------------------------------------
+
+def pareto_table(cells: Sequence[CellSpec], runs: Mapping[str, Path]) -> pd.DataFrame:
+    """One row per configuration (its cells' fixtures pooled): FAR p50 over answered turns, audible defects
+    per 100 spoken words, and whether no other configuration beats it on both (`pareto`)."""
+    groups: dict[str, list[CellSpec]] = {}
+    for c in cells:
+        if c.cell_id in runs:
+            groups.setdefault(c.config_label, []).append(c)
+    rows = []
+    for label, cs in groups.items():
+        far: list[float] = []
+        audible = spoken = 0
+        has_rev = False
+        turns = 0
+        for c in cs:
+            try:
+                rd = load_run(runs[c.cell_id])
+            except AnalysisError:
+                continue
+            t = rd.turns
+            answered = t[t["expect"].fillna("") != "no_interrupt"]
+            far += [float(x) for x in answered["far_ms"].dropna()]
+            turns += len(t)
+            rev = rd.summary.get("revisions") or {}
+            if rev.get("audible") is not None:
+                has_rev = True
+                audible += int(rev["audible"])
+            spoken += int(rev.get("spoken_words") or 0)
+        c0 = cs[0]
+        rows.append({"label": label, "engine": c0.engine, "sampler": c0.sampler or "default", "policy": c0.policy,
+                     "shaper": c0.shaper_label, "cells": len(cs), "turns": turns,
+                     "far_p50_ms": float(np.median(far)) if far else math.nan,
+                     "audible_per_100_words": (100.0 * audible / spoken) if has_rev and spoken else math.nan,
+                     "spoken_words": spoken})
+    df = pd.DataFrame(rows, columns=["label", "engine", "sampler", "policy", "shaper", "cells", "turns",
+                                     "far_p50_ms", "audible_per_100_words", "spoken_words"])
+    df["pareto"] = _pareto_mask(df)
+    return df.sort_values(["far_p50_ms", "audible_per_100_words"], na_position="last").reset_index(drop=True)
+
+
+def _pareto_mask(df: pd.DataFrame) -> list[bool]:
+    pts = list(zip(df["far_p50_ms"], df["audible_per_100_words"], strict=True)) if len(df) else []
+    out = []
+    for i, (x, y) in enumerate(pts):
+        if math.isnan(x) or math.isnan(y):
+            out.append(False)
+            continue
+        beaten = any(j != i and not math.isnan(a) and not math.isnan(b) and a <= x and b <= y and (a < x or b < y)
+                     for j, (a, b) in enumerate(pts))
+        out.append(not beaten)
+    return out
+
+
+def pareto_figure(df: pd.DataFrame) -> Figure:
+    """FAR p50 (x) against audible defects per 100 words (y); the frontier joined, lower-left is better."""
+    fig = Figure(figsize=(8, 5))
+    ax = fig.subplots()
+    ok = df.dropna(subset=["far_p50_ms", "audible_per_100_words"]) if len(df) else df
+    if len(ok):
+        for policy, sub in ok.groupby("policy"):
+            ax.scatter(sub["far_p50_ms"], sub["audible_per_100_words"], s=40, label=str(policy), zorder=3)
+        front = ok[ok["pareto"]].sort_values("far_p50_ms")
+        ax.step(front["far_p50_ms"], front["audible_per_100_words"], where="post", color="black", linewidth=1,
+                label="Pareto frontier")
+        for r in ok.itertuples(index=False):
+            ax.annotate(f"{r.engine}/{r.sampler}/{r.shaper}", (r.far_p50_ms, r.audible_per_100_words), fontsize=6,
+                        xytext=(3, 3), textcoords="offset points")
+        ax.legend(fontsize=7, title="policy", title_fontsize=7)
+    else:
+        ax.text(0.5, 0.5, "no finished configuration with FAR and revision figures", ha="center",
+                transform=ax.transAxes)
+    ax.set_xlabel("FAR p50 (ms)")
+    ax.set_ylabel("audible defects per 100 spoken words")
+    ax.grid(alpha=0.3)
+    return fig

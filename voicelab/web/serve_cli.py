@@ -1,0 +1,58 @@
+"""`voicelab serve`: the live mic demo (wired in voicelab/cli.py as `app.command("serve")(serve)`)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from voicelab.pipeline import TURN_HELP
+
+
+def serve(
+    host: Annotated[str, typer.Option(help="address to listen on (127.0.0.1: this machine only)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port")] = 8000,
+    engine: Annotated[str, typer.Option(help="diffusion, ar, or a checkpoint folder")] = "diffusion",
+    sampler: Annotated[str | None, typer.Option(help="sampler (default: the engine's own)")] = None,
+    policy: Annotated[str, typer.Option(help="gate policy: final, prefix, stable:K, block, pinned[:X]")] = "pinned",
+    vad: Annotated[str, typer.Option(help="silero or webrtc")] = "silero",
+    stt: Annotated[str, typer.Option(help="pocketsphinx (live calls have no fixture transcript)")] = "pocketsphinx",
+    turn: Annotated[str, typer.Option(help=TURN_HELP)] = "smart",
+    max_sessions: Annotated[int, typer.Option(help="concurrent browser sessions; more get a 'busy' message")] = 2,
+) -> None:
+    """Serve the live mic demo: speak in the browser, watch the canvas resolve and the latency meter."""
+    from voicelab.gate import GateConfigError
+    from voicelab.pipeline import PipelineConfig, PipelineConfigError, quiet_pipecat_logs
+    from voicelab.web.app import ServeError, ServeOptions, create_app
+    from voicelab.web.session import ResourcePool
+
+    try:
+        cfg = PipelineConfig(engine=engine, sampler=sampler, policy=policy, vad=vad, stt=stt, turn=turn)
+        options = ServeOptions(pipeline=cfg, max_sessions=max_sessions)
+    except (PipelineConfigError, GateConfigError, ServeError) as e:
+        _fail(str(e))
+        return
+    if not 0 < port < 65536:
+        _fail(f"port: {port} is not a TCP port")
+    quiet_pipecat_logs("WARNING")
+    pool = ResourcePool()
+    typer.echo(f"loading {cfg.engine_label()} ({cfg.sampler or 'default sampler'}) and the Piper voice…")
+    try:
+        pool.preload(cfg)  # fail here, with a message, rather than in the first browser session
+    except Exception as e:  # CheckpointError, a missing voice package, a bad sampler name ...
+        _fail(f"engine: {e}")
+        return
+    import uvicorn
+
+    app = create_app(options, pool=pool)
+    shown = "localhost" if host in ("127.0.0.1", "::1") else host
+    typer.echo(f"voicelab live demo on http://{shown}:{port}/  (Ctrl-C to stop)")
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning")
+    finally:
+        pool.close()
+
+
+def _fail(msg: str) -> None:
+    typer.echo(f"error: {msg}", err=True)
+    raise typer.Exit(2)

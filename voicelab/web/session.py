@@ -1,0 +1,644 @@
+"""One live session of `voicelab serve`: one browser, one WebRTC connection, one pipeline worker.
+
+The pipeline is the one `voicelab run` plays fixtures through (`voicelab.pipeline.run_call`), built from
+the same processors and the same `PipelineConfig`, with pipecat's SmallWebRTC transport at both ends in
+place of the fixture player and the recording speaker:
+
+    browser mic ─► SmallWebRTC input ─► STT ─► user aggregator (VAD + turn) ─► engine LLM ─► gate
+        ─► Piper TTS ─► SmallWebRTC output ─► LivePlayout ─► assistant aggregator
+
+`LivePlayout` does for the browser what the recording speaker does for a recorded call: the WebRTC output
+hands each audio frame on once its last 10 ms has left for the browser, so the time it passes gives when
+the bot's audio went out; from that it logs `playout_*` (per chunk and word, from the TTS's marks) and
+`bot_audible_onset` / `bot_audible_end` (the onset rule of DESIGN.md §4, `voicelab.transport.AudibleTracker`).
+
+A live call has no fixture truth: `LiveCallLog` numbers the caller's turns itself (a turn starts at the
+first VAD start after the previous turn ended), so every row of a reply carries the turn it answers.
+
+To the page, over the data channel the page opened (JSON objects with `"source": "voicelab"`): the
+transcript, the live denoising canvas (`voicelab.web.live.CanvasView`, at most every `flush_ms`), and per
+turn the server's FAR with its breakdown (`voicelab.web.live.live_latency`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from loguru import logger
+from pipecat.frames.frames import (
+    CancelFrame,
+    EndFrame,
+    Frame,
+    InterimTranscriptionFrame,
+    InterruptionFrame,
+    OutputAudioRawFrame,
+    StartFrame,
+)
+from pipecat.observers.base_observer import BaseObserver, FramePushed
+from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
+
+from voicelab.events import Event, EventKind
+from voicelab.gate_processor import PlayoutMarkFrame
+from voicelab.llm_service import SnapshotFrame
+from voicelab.observers import CallLog
+from voicelab.pipeline import PipelineConfig
+from voicelab.transport import AudibleTracker
+from voicelab.web.live import CanvasView, live_latency
+
+K = EventKind
+
+
+# ---- turn numbering without fixture truth ----------------------------------------------------------------
+
+class LiveCallLog(CallLog):
+    """A `CallLog` for a live caller: turn n is the n-th stretch of caller speech that ends in a turn end.
+
+    The turn starts at the VAD's start (minus its `start_secs`, the speech it waited for) and stays open
+    until pipecat decides the user's turn ended, so a pause inside a sentence does not start a new turn.
+    No caller ground-truth rows are logged: there is no truth to log.
+    """
+
+    def __init__(self, call_id: str, on_event: Callable[[Event], None] | None = None) -> None:
+        super().__init__(call_id, None, on_event=on_event)
+        self.turn_starts: list[int] = []  # call ns of each caller turn's estimated speech start
+        self._turn_open = False
+
+    def log(self, kind: EventKind | str, turn: int | None = None, payload: dict[str, Any] | None = None,
+            t_ns: int | None = None) -> Event:
+        if str(kind) == K.VAD_START:
+            now = self.now_ns() if t_ns is None else t_ns
+            if not self._turn_open:
+                start_secs = float((payload or {}).get("start_secs", 0.0) or 0.0)
+                self.turn_starts.append(max(0, now - int(start_secs * 1e9)))
+                self._turn_open = True
+            turn = self.caller_turn_at(now)
+        return super().log(kind, turn, payload, t_ns)
+
+    def caller_turn_at(self, t_ns: int) -> int:
+        turn = -1
+        for i, start in enumerate(self.turn_starts):
+            if start <= t_ns:
+                turn = i
+        return turn
+
+    def on_turn_end(self) -> int:
+        turn = super().on_turn_end()
+        self._turn_open = False
+        return turn
+
+
+# ---- when the bot's audio left for the browser -----------------------------------------------------------
+
+class _Track:
+    """The bot's outgoing audio on the call clock (mono int16, grows as needed)."""
+
+    def __init__(self, sample_rate: int, seconds: float = 30.0) -> None:
+        self.buf = np.zeros(int(sample_rate * seconds), dtype=np.int16)
+
+    def ensure(self, n: int) -> None:
+        if n > self.buf.size:
+            self.buf = np.concatenate([self.buf, np.zeros(max(n, 2 * self.buf.size) - self.buf.size,
+                                                          dtype=np.int16)])
+
+    def put(self, start: int, pcm: np.ndarray) -> None:
+        self.ensure(start + pcm.size)
+        self.buf[start:start + pcm.size] = pcm
+
+
+@dataclass
+class _Playing:
+    chunk_id: int
+    turn: int
+    words: list[str]
+    text: str
+    words_started: int = 0
+
+
+class LivePlayout(FrameProcessor):
+    """Placed right after the WebRTC output transport; logs playout and the bot's acoustic onsets.
+
+    The output transport pushes each audio frame on when its write returned, i.e. when the frame's last
+    10 ms chunk was taken by the WebRTC track (which sends 10 ms every 10 ms), so the frame went out over
+    the 10 ms ticks before. Marks come through in order with the audio, after the audio before them.
+    The onset detector runs `lag_ms` behind the clock, so a frame placed back in time is never missed.
+    """
+
+    def __init__(self, log: CallLog, sample_rate: int, *, on_words: Callable[[int, int], None] | None = None,
+                 tick_ms: float = 20.0, lag_ms: float = 100.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.log = log
+        self.sr = sample_rate
+        self._on_words = on_words
+        self._tick_s = tick_ms / 1000.0
+        self._lag = int(sample_rate * lag_ms / 1000)
+        self._track = _Track(sample_rate)
+        self._tracker = AudibleTracker(sample_rate)
+        self._play_end = 0  # sample where the audio handed to the browser so far ends
+        self._analysed = 0
+        self._chunks: dict[int, _Playing] = {}
+        self._turn_at: list[tuple[int, int]] = []  # (sample, reply turn) of each chunk's first mark
+        self._tick_task: asyncio.Task[None] | None = None
+        self.onsets: list[float] = []
+
+    def _now_sample(self) -> int:
+        return self.log.now_ns() * self.sr // 1_000_000_000
+
+    def _play_ns(self) -> int:
+        return max(self._play_end * 1_000_000_000 // self.sr, self.log.now_ns())
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+        await super().process_frame(frame, direction)
+        if direction == FrameDirection.DOWNSTREAM:
+            if isinstance(frame, StartFrame):
+                if self._tick_task is None:
+                    self._tick_task = self.create_task(self._ticker(), name="live_playout_ticker")
+            elif isinstance(frame, OutputAudioRawFrame):
+                self._on_audio(frame)
+            elif isinstance(frame, PlayoutMarkFrame):
+                self._on_mark(frame)
+            elif isinstance(frame, InterruptionFrame):
+                cut = self._play_ns()  # audio already sent still plays in the browser
+                for c in list(self._chunks.values()):
+                    self._stop_chunk(c, cut, interrupted=True)
+            elif isinstance(frame, (EndFrame, CancelFrame)):
+                await self._stop_ticker()
+                self.finish()
+        await self.push_frame(frame, direction)
+
+    async def cleanup(self) -> None:
+        await super().cleanup()
+        await self._stop_ticker()
+
+    async def _stop_ticker(self) -> None:
+        if self._tick_task is not None:
+            await self.cancel_task(self._tick_task)
+            self._tick_task = None
+
+    def finish(self) -> None:
+        """The call is over: analyse the rest and close open stretches and chunks (idempotent)."""
+        end = max(self._play_end, self._now_sample()) + self._tracker.frame
+        self._analyse(end)
+        for ev in self._tracker.flush():
+            self._on_audible(ev.kind, ev.t_s)
+        for c in list(self._chunks.values()):
+            self._stop_chunk(c, self.log.now_ns(), interrupted=True)
+
+    # -- audio and marks --
+
+    def _on_audio(self, frame: OutputAudioRawFrame) -> None:
+        pcm = np.frombuffer(frame.audio, dtype=np.int16)
+        if frame.num_channels > 1:
+            pcm = pcm[:: frame.num_channels]
+        if frame.sample_rate != self.sr and frame.sample_rate > 0:  # keep the duration, drop the detail
+            n = pcm.size * self.sr // frame.sample_rate
+            pcm = pcm[np.linspace(0, pcm.size - 1, n).astype(int)] if n else pcm[:0]
+        # the write returned as the last 10 ms chunk was taken: the frame went out over the ticks before
+        start = max(self._play_end, self._now_sample() - pcm.size + self.sr // 100, self._analysed)
+        self._track.put(start, pcm)
+        self._play_end = start + pcm.size
+
+    def _on_mark(self, m: PlayoutMarkFrame) -> None:
+        t = self._play_ns()
+        c = self._chunks.get(m.chunk_id)
+        if m.is_end:
+            if c is not None:
+                c.words_started = len(c.words)
+                self._words(c)
+                self._stop_chunk(c, t, interrupted=False)
+            return
+        if c is None:
+            c = _Playing(m.chunk_id, m.turn, list(m.words), m.text)
+            self._chunks[m.chunk_id] = c
+            self._turn_at.append((t * self.sr // 1_000_000_000, m.turn))
+            self.log.log(K.PLAYOUT_START, m.turn, {"chunk_id": m.chunk_id, "text": m.text}, t_ns=t)
+        c.words_started = max(c.words_started, m.word_index + 1)
+        self._words(c)
+
+    def _words(self, c: _Playing) -> None:
+        if self._on_words is not None:
+            self._on_words(c.chunk_id, c.words_started)
+
+    def _stop_chunk(self, c: _Playing, t_ns: int, interrupted: bool) -> None:
+        self._chunks.pop(c.chunk_id, None)
+        self.log.log(K.PLAYOUT_STOP, c.turn, {"chunk_id": c.chunk_id, "text": c.text,
+                                              "played": " ".join(c.words[: c.words_started]),
+                                              "interrupted": interrupted, "words_played": c.words_started,
+                                              "words": len(c.words)}, t_ns=t_ns)
+
+    # -- acoustic onset / offset --
+
+    async def _ticker(self) -> None:
+        while True:
+            await asyncio.sleep(self._tick_s)
+            self._analyse(self._now_sample() - self._lag)
+
+    def _analyse(self, upto: int) -> None:
+        if upto <= self._analysed:
+            return
+        self._track.ensure(upto)
+        self._analysed = upto
+        for ev in self._tracker.advance(self._track.buf, upto):
+            self._on_audible(ev.kind, ev.t_s)
+
+    def _turn_for(self, t_s: float) -> int:
+        sample = int(t_s * self.sr)
+        turn = -1
+        for s, tr in self._turn_at:
+            if s <= sample + self.sr // 10:  # marks precede their audio's onset by the leading silence
+                turn = tr
+        return turn
+
+    def _on_audible(self, kind: str, t_s: float) -> None:
+        turn = self._turn_for(t_s)
+        if kind == "onset":
+            self.onsets.append(t_s)
+            self.log.log(K.BOT_AUDIBLE_ONSET, turn, {"where": "server"}, t_ns=int(t_s * 1e9))
+        else:
+            self.log.log(K.BOT_AUDIBLE_END, turn, {"where": "server"}, t_ns=int(t_s * 1e9))
+
+
+# ---- what the page needs from frames that no event row carries ----------------------------------------
+
+class PageObserver(BaseObserver):
+    """Hands the session each engine snapshot (with its per-position pieces) and each interim transcript."""
+
+    def __init__(self, on_snapshot: Callable[[SnapshotFrame], None], on_interim: Callable[[str], None]) -> None:
+        super().__init__()
+        self._on_snapshot = on_snapshot
+        self._on_interim = on_interim
+
+    async def on_push_frame(self, data: FramePushed) -> None:
+        f = data.frame
+        if data.direction != FrameDirection.DOWNSTREAM:
+            return
+        from pipecat.services.llm_service import LLMService
+        from pipecat.services.stt_service import STTService
+
+        if isinstance(f, SnapshotFrame) and isinstance(data.source, LLMService):
+            self._on_snapshot(f)
+        elif isinstance(f, InterimTranscriptionFrame) and isinstance(data.source, STTService):
+            self._on_interim(f.text)
+
+
+# ---- shared resources ----------------------------------------------------------------------------------
+
+class SerializedVoice:
+    """A Piper voice shared by sessions: phonemizing and each synthesis step hold one lock.
+
+    Piper phonemizes through a process-global espeak-ng instance, which is not safe to call from two
+    threads at once; each session's TTS runs in its own thread, so they take turns here.
+    """
+
+    def __init__(self, voice: Any, lock: threading.Lock) -> None:
+        self._voice = voice
+        self._lock = lock
+
+    def phonemize(self, text: str) -> Any:
+        with self._lock:
+            return self._voice.phonemize(text)
+
+    def synthesize(self, text: str, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        it = iter(self._voice.synthesize(text, *args, **kwargs))
+        while True:
+            with self._lock:
+                chunk = next(it, None)
+            if chunk is None:
+                return
+            yield chunk
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._voice, name)
+
+
+class ResourcePool:
+    """Engines (one per engine and sampler) and the Piper voice: loaded once, shared by all sessions.
+
+    An engine runs its steps in its own single worker thread, so sessions sharing it take turns per step.
+    Speech recognizers are per session (a decoder holds one utterance at a time).
+    """
+
+    def __init__(self) -> None:
+        self._engines: dict[tuple[str, str | None], Any] = {}
+        self._voice: Any = None
+        self._voice_lock = threading.Lock()
+        self._lock = asyncio.Lock()
+
+    def preload(self, cfg: PipelineConfig) -> None:
+        """Load what `cfg` needs now, in this thread (the serve command does it before listening)."""
+        from voicelab.pipeline import open_engine_for
+        from voicelab.tts_piper import load_voice
+
+        key = (cfg.engine, cfg.sampler)
+        if key not in self._engines:
+            self._engines[key] = open_engine_for(cfg)
+        if self._voice is None:
+            self._voice = load_voice()
+
+    async def get(self, cfg: PipelineConfig) -> tuple[Any, Any]:
+        """(engine, voice) for `cfg`, loading them in a worker thread the first time."""
+        async with self._lock:
+            if (cfg.engine, cfg.sampler) not in self._engines or self._voice is None:
+                await asyncio.to_thread(self.preload, cfg)
+            return self._engines[(cfg.engine, cfg.sampler)], SerializedVoice(self._voice, self._voice_lock)
+
+    def close(self) -> None:
+        for engine in self._engines.values():
+            close = getattr(engine, "close", None)
+            if callable(close):
+                close()
+        self._engines.clear()
+
+
+# ---- the pipeline --------------------------------------------------------------------------------------
+
+PipelineFactory = Callable[["Session", Any], Any]
+
+
+def build_live_pipeline(session: Session, transport: Any) -> Any:
+    """The `voicelab run` pipeline on a WebRTC transport; returns the `PipelineWorker` (not started).
+
+    Mirrors `voicelab.pipeline.run_call` processor for processor; only the two ends differ.
+    """
+    from pipecat.pipeline.pipeline import Pipeline
+    from pipecat.pipeline.worker import PipelineParams, PipelineWorker
+    from pipecat.processors.aggregators.llm_context import LLMContext
+    from pipecat.processors.aggregators.llm_response_universal import (
+        LLMContextAggregatorPair,
+        LLMUserAggregatorParams,
+    )
+
+    from voicelab.gate_processor import GateProcessor
+    from voicelab.llm_service import EngineLLMService
+    from voicelab.observers import EventObserver
+    from voicelab.pipeline import _turn_strategies, _vad
+    from voicelab.stt_pocketsphinx import PocketsphinxSTTService
+    from voicelab.tts_piper import PiperTTSService
+
+    cfg, log = session.cfg, session.log
+    sr = cfg.sample_rate
+    stt = PocketsphinxSTTService(decoder=None, sample_rate=sr)  # its own decoder: one utterance at a time
+    context = LLMContext()
+    user_agg, asst_agg = LLMContextAggregatorPair(
+        context,
+        user_params=LLMUserAggregatorParams(vad_analyzer=_vad(cfg), user_turn_strategies=_turn_strategies(cfg),
+                                            user_turn_stop_timeout=3.0),
+    )
+    llm = EngineLLMService(session.engine, log)
+    gate = GateProcessor(log, cfg.policy, cfg.shaper)
+    tts = PiperTTSService(voice=session.voice, log=log, sample_rate=sr, keep_leading_ms=cfg.keep_leading_ms)
+    playout = LivePlayout(log, sr, on_words=session.canvas.spoken_words)
+
+    @asst_agg.event_handler("on_assistant_turn_stopped")
+    async def _on_assistant_turn_stopped(_agg: Any, message: Any) -> None:
+        log.log(K.CONTEXT_UPDATE, log.request_turn,
+                {"content": message.content, "interrupted": bool(message.interrupted)})
+
+    pipeline = Pipeline([transport.input(), stt, user_agg, llm, gate, tts, transport.output(), playout,
+                         asst_agg])
+    return PipelineWorker(
+        pipeline, params=PipelineParams(audio_in_sample_rate=sr, audio_out_sample_rate=sr),
+        observers=[EventObserver(log), session.page_observer], idle_timeout_secs=None, enable_rtvi=False,
+        enable_turn_tracking=False,
+    )
+
+
+# ---- the session ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SessionLimits:
+    connect_timeout_s: float = 30.0  # the browser must connect (ICE + DTLS) within this
+    idle_timeout_s: float = 20.0  # after the page's last keepalive (it sends one every 2 s)
+    max_duration_s: float = 3600.0
+    flush_ms: float = 40.0  # canvas messages at most this often
+    check_s: float = 0.5  # watchdog period
+
+
+class Session:
+    """One browser on one WebRTC connection running one pipeline worker (see the module doc).
+
+    `start()` returns at once; the task builds the pipeline, runs it until the browser goes (or `stop`),
+    then closes the connection and calls `on_finished(self)` exactly once.
+    """
+
+    def __init__(self, connection: Any, cfg: PipelineConfig, pool: ResourcePool, *,
+                 limits: SessionLimits | None = None, on_finished: Callable[[Session], None] | None = None,
+                 pipeline_factory: PipelineFactory | None = None) -> None:
+        self.connection = connection
+        self.pc_id: str = connection.pc_id
+        self.cfg = cfg
+        self.pool = pool
+        self.limits = limits or SessionLimits()
+        self._on_finished = on_finished
+        self._factory = pipeline_factory or build_live_pipeline
+        self.log = LiveCallLog(self.pc_id, on_event=self._on_event)
+        self.canvas = CanvasView()
+        self.page_observer = PageObserver(self._on_snapshot, self._on_interim)
+        self.engine: Any = None
+        self.voice: Any = None
+        self.state = "new"  # new, loading, waiting, connected, closed
+        self.stop_reason: str | None = None
+        self.created = time.monotonic()
+        self.last_seen: float | None = None  # monotonic time of the page's last message
+        self._worker: Any = None
+        self._task: asyncio.Task[None] | None = None
+        self._helpers: list[asyncio.Task[Any]] = []
+        self._chunk_text: dict[int, tuple[int, str]] = {}
+        self._reported: set[int] = set()
+        self.messages_sent = 0
+
+    # -- lifecycle --
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"session-{self.pc_id}")
+
+    @property
+    def task(self) -> asyncio.Task[None] | None:
+        return self._task
+
+    @property
+    def done(self) -> bool:
+        return self._task is not None and self._task.done()
+
+    def request_stop(self, reason: str) -> None:
+        """Ask the session to end (from any task or event handler); returns at once."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
+        if self._worker is not None:
+            self._spawn(self._worker.cancel(reason=reason), "cancel")
+        elif self._task is not None and not self._task.done():
+            self._task.cancel()
+
+    async def stop(self, reason: str, timeout_s: float = 10.0) -> None:
+        """End the session and wait until it is torn down."""
+        self.request_stop(reason)
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._task), timeout_s)
+            if not self._task.done():  # the pipeline did not wind down in time: cut it
+                self._task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._task
+
+    def _spawn(self, coro: Any, name: str) -> None:
+        t = asyncio.get_running_loop().create_task(coro, name=f"session-{self.pc_id}-{name}")
+        self._helpers.append(t)
+        self._helpers = [h for h in self._helpers if not h.done()]
+
+    async def _run(self) -> None:
+        from pipecat.transports.base_transport import TransportParams
+        from pipecat.transports.smallwebrtc.transport import SmallWebRTCTransport
+        from pipecat.workers.runner import WorkerRunner
+
+        try:
+            self.state = "loading"
+            transport = SmallWebRTCTransport(
+                self.connection,
+                TransportParams(audio_in_enabled=True, audio_out_enabled=True, audio_in_passthrough=True,
+                                audio_out_end_silence_secs=0),
+            )
+            self._register(transport)
+            self._spawn(self._watchdog(), "watchdog")
+            self._spawn(self._flusher(), "flusher")
+            self.send({"type": "status", "state": "loading", "detail": "loading the pipeline…"})
+            self.engine, self.voice = await self.pool.get(self.cfg)
+            self._worker = self._factory(self, transport)
+            if self.stop_reason is not None:
+                return
+            self.state = "waiting"
+            runner = WorkerRunner(handle_sigint=False)
+            await runner.add_workers(self._worker)
+            await runner.run()
+        except asyncio.CancelledError:
+            pass
+        except Exception as e:  # a session that fails tells its page and ends; the server goes on
+            logger.exception(f"session {self.pc_id} failed")
+            self.stop_reason = self.stop_reason or f"error: {type(e).__name__}: {e}"
+            self.send({"type": "error", "message": f"session failed: {type(e).__name__}: {e}"})
+        finally:
+            await self._teardown()
+
+    async def _teardown(self) -> None:
+        self.state = "closed"
+        for t in self._helpers:
+            if t is not asyncio.current_task():
+                t.cancel()
+        for t in self._helpers:
+            if t is not asyncio.current_task():
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await t
+        self._helpers.clear()
+        pc = getattr(self.connection, "pc", None)
+        if pc is None or getattr(pc, "connectionState", "closed") != "closed":
+            with contextlib.suppress(Exception):  # pipecat closes it when the pipeline ends; this is for
+                await self.connection.disconnect()  # sessions that never got that far
+        if self._on_finished is not None:
+            cb, self._on_finished = self._on_finished, None
+            cb(self)
+
+    def _register(self, transport: Any) -> None:
+        @transport.event_handler("on_client_connected")
+        async def _connected(_t: Any, _conn: Any) -> None:
+            self.state = "connected"
+            self.last_seen = time.monotonic()
+            self.send({"type": "status", "state": "ready", "detail": "ready — speak",
+                       "options": self.describe()})
+
+        @transport.event_handler("on_client_disconnected")
+        async def _disconnected(_t: Any, _conn: Any) -> None:
+            self.request_stop("the browser disconnected")
+
+        @transport.event_handler("on_app_message")
+        async def _message(_t: Any, message: Any, _sender: Any) -> None:
+            self.last_seen = time.monotonic()
+            if isinstance(message, dict) and message.get("type") == "bye":
+                self.request_stop("the page said goodbye")
+
+    async def _watchdog(self) -> None:
+        lim = self.limits
+        while True:
+            await asyncio.sleep(lim.check_s)
+            now = time.monotonic()
+            pc_state = getattr(getattr(self.connection, "pc", None), "connectionState", None)
+            if pc_state in ("failed", "closed"):
+                self.request_stop(f"the WebRTC connection is {pc_state}")
+            elif self.state != "connected" and now - self.created > lim.connect_timeout_s:
+                self.request_stop(f"the browser did not connect within {lim.connect_timeout_s:g} s")
+            elif self.last_seen is not None and now - self.last_seen > lim.idle_timeout_s:
+                self.request_stop(f"no word from the page for {lim.idle_timeout_s:g} s")
+            elif now - self.created > lim.max_duration_s:
+                self.request_stop(f"session time limit ({lim.max_duration_s:g} s) reached")
+
+    async def _flusher(self) -> None:
+        while True:
+            await asyncio.sleep(self.limits.flush_ms / 1000.0)
+            msg = self.canvas.message()
+            if msg is not None:
+                self.send(msg)
+
+    def describe(self) -> dict[str, Any]:
+        c = self.cfg
+        return {"engine": c.engine_label(), "sampler": c.sampler or "default", "policy": c.policy,
+                "vad": c.vad, "stt": c.stt, "turn": c.turn, "barge_in": c.barge_in}
+
+    # -- to the page --
+
+    def send(self, msg: dict[str, Any]) -> None:
+        """One JSON message to the page over its data channel (dropped if the channel is gone)."""
+        if self.state == "closed":
+            return
+        msg = {"source": "voicelab", **msg}
+        try:
+            self.connection.send_app_message(msg)
+            self.messages_sent += 1
+        except Exception as e:  # a closing channel must not break the pipeline's logging
+            logger.debug(f"session {self.pc_id}: message dropped: {e}")
+
+    def _on_snapshot(self, f: SnapshotFrame) -> None:
+        if f.snapshot is not None:
+            self.canvas.snapshot(f.snapshot, f.gen_id, f.turn)
+
+    def _on_interim(self, text: str) -> None:
+        turn = self.log.caller_turn_at(self.log.now_ns())
+        self.send({"type": "user", "turn": turn, "text": text, "final": False})
+
+    def _on_event(self, e: Event) -> None:
+        """Every row the pipeline logs passes here (synchronously): turn it into page messages."""
+        p = e.payload
+        k = e.kind
+        if k == K.ENGINE_SNAPSHOT:
+            self.canvas.begin(int(p.get("gen_id", 0)), e.turn)
+        elif k == K.GATE_COMMIT:
+            cid = int(p["chunk_id"])
+            self._chunk_text[cid] = (e.turn, str(p["text"]))
+            self.canvas.commit(cid, int(p["start_char"]), int(p["end_char"]), str(p["text"]))
+            self.send({"type": "bot", "turn": e.turn, "chunk_id": cid, "text": p["text"], "state": "committed"})
+        elif k == K.PLAYOUT_START:
+            cid = int(p["chunk_id"])
+            turn, text = self._chunk_text.get(cid, (e.turn, str(p.get("text", ""))))
+            self.send({"type": "bot", "turn": turn, "chunk_id": cid, "text": text, "state": "spoken"})
+        elif k == K.VAD_START:
+            self.send({"type": "vad", "speaking": True, "turn": e.turn})
+        elif k == K.VAD_STOP:
+            self.send({"type": "vad", "speaking": False, "turn": e.turn})
+        elif k == K.STT_FINAL:
+            self.send({"type": "user", "turn": e.turn, "text": p.get("text", ""), "final": True})
+        elif k == K.TURN_END:
+            self.send({"type": "turn", "turn": e.turn})
+        elif k == K.CONTEXT_UPDATE and p.get("interrupted"):
+            self.send({"type": "interrupted", "turn": e.turn, "kept": p.get("content", "")})
+        elif k == K.TOOL_CALL:
+            self.send({"type": "tool", "turn": e.turn, "name": p.get("name"), "raw": p.get("raw")})
+        elif k == K.BOT_AUDIBLE_ONSET and e.turn >= 0 and e.turn not in self._reported:
+            lat = live_latency(self.log.events, e.turn)
+            if lat is not None:
+                self._reported.add(e.turn)
+                self.send(lat)
+        elif k == K.ERROR:
+            self.send({"type": "notice", "turn": e.turn, "message": f"{p.get('where')}: {p.get('message')}"})
