@@ -28,6 +28,7 @@ from engines.evaluate import evaluate, heldout_examples
 DEFAULT_RUNS = [
     ("diffusion", "threshold", {}),
     ("diffusion", "threshold", {"cache": "none"}),
+    ("diffusion", "threshold", {"block_size": 48}),
     ("diffusion", "low_confidence", {}),
     ("diffusion", "revising", {}),
     ("ar", "autoregressive", {}),

@@ -202,6 +202,8 @@ class LLaDAModel(nn.Module):
     def _mask(self, B: int, T: int, start: int, kv_len: int, pad_mask: torch.Tensor | None,
               device: torch.device) -> torch.Tensor | None:
         m: torch.Tensor | None = None
+        if self.config.causal and pad_mask is None and T == 1 and kv_len == start + 1:
+            return None  # one new token against its own past: nothing to hide (the AR decode step)
         if self.config.causal:
             qpos = torch.arange(start, start + T, device=device)[:, None]
             kpos = torch.arange(kv_len, device=device)[None, :]

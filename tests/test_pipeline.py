@@ -209,3 +209,20 @@ async def test_ack_wait_is_bounded_without_a_gate(tmp_path: Path) -> None:
     t0 = asyncio.get_running_loop().time()
     await run_test(llm, frames_to_send=[LLMContextFrame(_context("x"))])
     assert asyncio.get_running_loop().time() - t0 < 2.0
+
+
+def test_default_matrix_and_tables() -> None:
+    from rich.console import Console
+
+    from voicelab.metrics import summarize
+    from voicelab.run import default_matrix, print_summary, print_turns
+
+    m = default_matrix()
+    assert [(c.engine, c.sampler, c.policy) for c in m] == [
+        ("diffusion", "threshold", "pinned"), ("diffusion", "threshold", "final"),
+        ("diffusion", "revising", "stable:2"), ("ar", "autoregressive", "prefix")]
+    assert len({c.slug() for c in m}) == 4
+    console = Console(record=True, width=200)
+    print_summary(console, [summarize([], {"run_id": "r"})])
+    print_turns(console, [])
+    assert "FAR p50" in console.export_text()

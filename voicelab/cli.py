@@ -8,11 +8,14 @@ from typing import Annotated
 
 import typer
 
-from voicelab import report_cli
+from voicelab import report_cli, run_cli
 from voicelab.fixtures_cli import fixtures_app
+from voicelab.web import serve_cli
 
 app = typer.Typer(help="voicelab: a voice-agent latency lab for diffusion text engines.", no_args_is_help=True,
                   pretty_exceptions_enable=False, add_completion=False)
+app.command("run")(run_cli.run)
+app.command("serve")(serve_cli.serve)
 app.add_typer(fixtures_app, name="fixtures")
 app.command("report")(report_cli.report)
 app.command("sweep")(report_cli.sweep)

@@ -4,7 +4,14 @@
         ─► recording speaker ─► assistant aggregator (context keeps the words played)
 
 `PipelineConfig` says which engine, sampler, gate policy, phrase shaper, STT, VAD, turn and barge-in
-strategies to use. `Resources` holds what is loaded once per configuration (engine, Piper voice,
+strategies to use. Defaults: Silero VAD (stop_secs 0.12, pipecat's default is 0.2) and smart-turn v3 from the pipecat wheel (a turn that
+sounds unfinished ends after 2 s of silence), streaming pocketsphinx, barge-in `words:3` (while the bot
+talks a user turn, and so an interruption, needs three recognised words: backchannels such as "uh huh" pass;
+`vad` stops the bot on any speech, faster but it takes backchannels for barge-ins), the pinned gate with a
+short first chunk, Piper with leading silence trimmed. The latency levers of latency-budget.md wired here:
+short first chunk (shaper), VAD stop_secs, streaming STT, trimmed TTS leading silence, a warmed-up engine and
+voice; not wired: speculative generation at the VAD stop (pipecat's SpeculationGate would hold our snapshot
+frames, and the gate pins through them). `Resources` holds what is loaded once per configuration (engine, Piper voice,
 pocketsphinx decoder) and shared by its calls. `run_call` plays one fixture in real time and returns the
 call's events, recording and ground truth; the run folder is written by `voicelab.run`.
 """
@@ -46,8 +53,8 @@ class PipelineConfig:
     stt: str = "pocketsphinx"  # or "transcript"
     vad: str = "silero"  # or "webrtc"
     vad_start_secs: float = 0.2
-    vad_stop_secs: float = 0.2
-    barge_in: str = "words:2"
+    vad_stop_secs: float = 0.12  # lever: pipecat defaults to 0.2; smart-turn guards mid-sentence pauses
+    barge_in: str = "words:3"
     turn: str = "smart"
     sample_rate: int = 16000
     keep_leading_ms: float | None = 20.0  # Piper's leading silence kept before each chunk
@@ -102,7 +109,8 @@ class PipelineConfig:
         if self.label:
             return self.label
         policy = self.policy.replace(":", "")
-        return "-".join([self.engine_label(), self.sampler or "default", policy])
+        sampler = self.sampler or {"diffusion": "threshold", "ar": "autoregressive"}.get(self.engine, "default")
+        return "-".join([self.engine_label(), sampler, policy])
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -124,6 +132,15 @@ class Resources:
             from voicelab.stt_pocketsphinx import new_decoder
 
             self.decoder = new_decoder(cfg.sample_rate)
+        self.warm_up()
+
+    def warm_up(self) -> None:
+        """One throwaway generation and synthesis, so no call pays for first-use costs (torch, onnxruntime)."""
+        answer = getattr(self.engine, "answer", None)
+        if callable(answer):
+            answer([{"role": "user", "content": "hello"}])
+        for _ in self.voice.synthesize("Hello there."):
+            pass
 
     def close(self) -> None:
         close = getattr(self.engine, "close", None)
@@ -137,9 +154,9 @@ def open_engine_for(cfg: PipelineConfig) -> Any:
         from engines.trace import ReplayEngine
 
         return ReplayEngine(Path(cfg.engine.split(":", 1)[1]))
-    import engines
+    from engines.engine import open_engine  # the submodule: works even where `engines` is a namespace
 
-    return engines.open_engine(cfg.engine, sampler=cfg.sampler)
+    return open_engine(cfg.engine, sampler=cfg.sampler)
 
 
 @dataclass
@@ -169,6 +186,38 @@ def _vad(cfg: PipelineConfig) -> Any:
     return SileroVADAnalyzer(sample_rate=cfg.sample_rate, params=params)
 
 
+def _words_while_bot_speaks(base: type) -> type:
+    """MinWordsUserTurnStartStrategy that starts the turn at the VAD's start while the bot is silent.
+
+    Word counting only matters while the bot talks (it keeps backchannels from stopping it). When the bot
+    is silent, waiting for the recogniser's first words would start the turn late, after the VAD's stop
+    even, and the turn-stop strategy would then miss that stop and wait for its timeout.
+    """
+    from pipecat.frames.frames import (
+        BotStartedSpeakingFrame,
+        BotStoppedSpeakingFrame,
+        VADUserStartedSpeakingFrame,
+    )
+    from pipecat.turns.types import ProcessFrameResult
+
+    class WordsWhileBotSpeaks(base):  # type: ignore[misc, valid-type]
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self._bot_talking = False
+
+        async def process_frame(self, frame: Any) -> Any:
+            if isinstance(frame, BotStartedSpeakingFrame):
+                self._bot_talking = True
+            elif isinstance(frame, BotStoppedSpeakingFrame):
+                self._bot_talking = False
+            elif isinstance(frame, VADUserStartedSpeakingFrame) and not self._bot_talking:
+                await self.trigger_user_turn_started()
+                return ProcessFrameResult.STOP
+            return await super().process_frame(frame)
+
+    return WordsWhileBotSpeaks
+
+
 def _turn_strategies(cfg: PipelineConfig) -> Any:
     from pipecat.turns.user_start.min_words_user_turn_start_strategy import MinWordsUserTurnStartStrategy
     from pipecat.turns.user_start.transcription_user_turn_start_strategy import (
@@ -181,7 +230,7 @@ def _turn_strategies(cfg: PipelineConfig) -> Any:
     if words is None:
         start: list[Any] = [VADUserTurnStartStrategy(), TranscriptionUserTurnStartStrategy()]
     else:
-        start = [MinWordsUserTurnStartStrategy(min_words=words, use_interim=True)]
+        start = [_words_while_bot_speaks(MinWordsUserTurnStartStrategy)(min_words=words, use_interim=True)]
     kind, timeout = cfg.turn_timeout()
     if kind == "smart":
         from pipecat.audio.turn.smart_turn.base_smart_turn import SmartTurnParams

@@ -274,7 +274,7 @@ def print_summary(console: Console, summaries: Sequence[dict[str, Any]]) -> None
     t = Table(title="overall")
     for name in ("run", "turns", "FAR p50", "FAR p95", "stop p50", "stop p95", "recovery p50", "heard err",
                  "false BI", "audible/100w", "churn", "post-syn", "1st commit p50", "tok/s", "truth FAR Δp95"):
-        t.add_column(name, justify="left" if name == "run" else "right")
+        t.add_column(name, justify="left" if name == "run" else "right", overflow="fold")
     for s in summaries:
         rev = s["revisions"]
         t.add_row(str(s["run_id"]), _f(s["turns"]), _f(s["far_ms"]["p50"]), _f(s["far_ms"]["p95"]),
@@ -284,6 +284,3 @@ def print_summary(console: Console, summaries: Sequence[dict[str, Any]]) -> None
                   _f(s["engine_figures"]["tokens_per_s"]), _f(s["truth"]["far_abs_diff_ms_p95"]))
     console.print(t)
 
-
-def main_argv() -> list[str]:
-    return list(sys.argv)

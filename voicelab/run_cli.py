@@ -26,11 +26,11 @@ def run(
     vad: str = typer.Option("silero", help="silero or webrtc"),
     out: Path = typer.Option(Path("runs"), help="folder for run folders"),
     matrix: bool = typer.Option(False, help="run the default matrix of configurations and write matrix.json"),
-    barge_in: str = typer.Option("words:2", help="vad (any speech stops the bot) or words:N (N words heard "
+    barge_in: str = typer.Option("words:3", help="vad (any speech stops the bot) or words:N (N words heard "
                                                  "while the bot talks; backchannels pass)"),
     turn: str = typer.Option("smart", help="smart[:S] (smart-turn v3; unfinished turns end after S s, "
                                              "default 2) or timeout:S"),
-    vad_stop_secs: float = typer.Option(0.2, help="VAD silence before speech counts as stopped"),
+    vad_stop_secs: float = typer.Option(0.12, help="VAD silence before speech counts as stopped (pipecat: 0.2)"),
     vad_start_secs: float = typer.Option(0.2, help="VAD speech before it counts as started"),
     first_chunk_words: int = typer.Option(2, help="phrase shaper: words in a short first chunk"),
     min_words: int = typer.Option(4, help="phrase shaper: words before a clause cut"),
@@ -39,6 +39,10 @@ def run(
     keep_leading_ms: float = typer.Option(20.0, help="Piper leading silence kept per chunk (-1: keep all)"),
 ) -> None:
     """Run recorded calls through the voice pipeline in real time; write the run folder and print tables."""
+    from loguru import logger
+
+    logger.remove()  # before pipecat is imported: its banner and DEBUG chatter stay out of the tables
+    logger.add(sys.stderr, level="ERROR")
     from voicelab.fixtures import FixtureError
     from voicelab.pipeline import PipelineConfig, PipelineConfigError
     from voicelab.run import default_matrix, run_fixtures

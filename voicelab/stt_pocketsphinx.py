@@ -62,6 +62,9 @@ class PocketsphinxSTTService(STTService):
         self._task: asyncio.Task[None] | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pocketsphinx")
         self._in_utt = False
+        self._active = False  # the decoder is in an utterance (worker side)
+        self._fed = 0
+        self._next_interim = 0
         self._last_interim = ""
         self.finals: list[str] = []
 
@@ -118,35 +121,50 @@ class PocketsphinxSTTService(STTService):
 
     async def _decode_loop(self) -> None:
         loop = asyncio.get_running_loop()
-        fed = 0
-        next_interim = 0
-        active = False
+        self._fed = 0
+        self._next_interim = 0
+        self._active = False
         while True:
-            item = await self._queue.get()
-            if item is _START:
-                if active:  # a stop never came: finalize what we had
-                    await loop.run_in_executor(self._executor, self._decoder.end_utt)
-                await loop.run_in_executor(self._executor, self._decoder.start_utt)
-                active, fed, self._last_interim = True, 0, ""
-                next_interim = int(self._interim_every_s * self.sample_rate * 2)
-            elif item is _END:
-                if not active:
+            items = [await self._queue.get()]
+            while not self._queue.empty():  # take what is already queued: one hand-off per run of audio
+                items.append(self._queue.get_nowait())
+            audio: list[bytes] = []
+            for item in items:
+                if isinstance(item, bytes):
+                    audio.append(item)
                     continue
-                active = False
-                text = await loop.run_in_executor(self._executor, self._finish)
-                self.finals.append(text)
-                if text:
-                    await self.push_frame(TranscriptionFrame(text, self._user_id, time_now_iso8601(),
-                                                             finalized=True))
-            elif active and isinstance(item, bytes):
-                await loop.run_in_executor(self._executor, self._feed, item)
-                fed += len(item)
-                if fed >= next_interim and self._queue.empty():
-                    next_interim = fed + int(self._interim_every_s * self.sample_rate * 2)
-                    text = await loop.run_in_executor(self._executor, self._partial)
-                    if text and text != self._last_interim:
-                        self._last_interim = text
-                        await self.push_frame(InterimTranscriptionFrame(text, self._user_id, time_now_iso8601()))
+                if audio:
+                    await self._feed_audio(loop, b"".join(audio))
+                    audio = []
+                await self._control(loop, item)
+            if audio:
+                await self._feed_audio(loop, b"".join(audio))
+
+    async def _control(self, loop: asyncio.AbstractEventLoop, item: object) -> None:
+        if item is _START:
+            if self._active:  # a stop never came: finalize what we had
+                await loop.run_in_executor(self._executor, self._decoder.end_utt)
+            await loop.run_in_executor(self._executor, self._decoder.start_utt)
+            self._active, self._fed, self._last_interim = True, 0, ""
+            self._next_interim = int(self._interim_every_s * self.sample_rate * 2)
+        elif item is _END and self._active:
+            self._active = False
+            text = await loop.run_in_executor(self._executor, self._finish)
+            self.finals.append(text)
+            if text:
+                await self.push_frame(TranscriptionFrame(text, self._user_id, time_now_iso8601(), finalized=True))
+
+    async def _feed_audio(self, loop: asyncio.AbstractEventLoop, audio: bytes) -> None:
+        if not self._active:
+            return
+        await loop.run_in_executor(self._executor, self._feed, audio)
+        self._fed += len(audio)
+        if self._fed >= self._next_interim:
+            self._next_interim = self._fed + int(self._interim_every_s * self.sample_rate * 2)
+            text = await loop.run_in_executor(self._executor, self._partial)
+            if text and text != self._last_interim:
+                self._last_interim = text
+                await self.push_frame(InterimTranscriptionFrame(text, self._user_id, time_now_iso8601()))
 
     def _feed(self, audio: bytes) -> None:
         self._decoder.process_raw(audio, False, False)

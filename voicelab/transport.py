@@ -15,6 +15,11 @@ DESIGN.md §4 (`voicelab.onset`, incrementally) and logs `bot_audible_onset` / `
 the scheduler when the bot's reply became audible and when it was over; and it logs when each chunk and
 word really starts playing (`playout_start` / `playout_stop` with the words heard, from the TTS's
 `PlayoutMarkFrame`s).
+
+The TTS's word frames (`TTSTextFrame`s, which build the assistant context) are released by these marks, not by
+their predicted time: a word enters the context when its audio starts playing, so after a barge-in the
+context holds exactly the words heard (a predicted time drifts when the speaker underruns). Word frames that
+never get a mark (text the TTS failed to synthesise) are dropped after `unplayed_drop_s`.
 """
 
 from __future__ import annotations
@@ -34,10 +39,13 @@ from pipecat.frames.frames import (
     Frame,
     InputAudioRawFrame,
     InterruptionFrame,
+    LLMAssistantPushAggregationFrame,
+    LLMFullResponseEndFrame,
     OutputAudioRawFrame,
     StartFrame,
+    TTSTextFrame,
 )
-from pipecat.processors.frame_processor import FrameDirection
+from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.transports.base_input import BaseInputTransport
 from pipecat.transports.base_output import BaseOutputTransport
 from pipecat.transports.base_transport import TransportParams
@@ -314,7 +322,8 @@ class RecordingOutput(BaseOutputTransport):
     """Real-time speaker + recorder + acoustic onset detector (see the module doc)."""
 
     def __init__(self, log: CallLog, recorder: CallRecorder, scheduler: CallerScheduler | None = None, *,
-                 lead_ms: float = 10.0, tick_ms: float = 10.0, **kwargs: Any) -> None:
+                 lead_ms: float = 20.0, tick_ms: float = 10.0, unplayed_drop_s: float = 1.5,
+                 **kwargs: Any) -> None:
         sr = recorder.sample_rate
         params = TransportParams(audio_out_enabled=True, audio_out_sample_rate=sr, audio_out_10ms_chunks=1,
                                  audio_out_end_silence_secs=0)
@@ -335,6 +344,11 @@ class RecordingOutput(BaseOutputTransport):
         self._pipecat_stopped_at: int | None = None  # sample when BotStoppedSpeaking passed
         self.onsets: list[float] = []
         self.ends: list[float] = []
+        # word frames waiting for their word to start playing, and words started without their frame yet
+        self._held: list[Frame] = []
+        self._word_credits = 0
+        self._unplayed_drop_ns = int(unplayed_drop_s * 1e9)
+        self.dropped_words = 0
 
     # -- lifecycle --
 
@@ -382,6 +396,7 @@ class RecordingOutput(BaseOutputTransport):
             for m in self._pending_marks:
                 self._start_word(m, t)
             self._pending_marks.clear()
+            await self._release_words()
         self.recorder.put("right", start, pcm)
         self._play_end = start + pcm.size
         # hand back once the speaker is about to need more (keeps ~lead_ms committed ahead)
@@ -393,6 +408,32 @@ class RecordingOutput(BaseOutputTransport):
     async def write_transport_frame(self, frame: Frame) -> None:
         if isinstance(frame, PlayoutMarkFrame):
             self._on_mark(frame)
+            await self._release_words()
+
+    # -- word frames for the context --
+
+    def _holds(self, frame: Frame) -> bool:
+        if isinstance(frame, TTSTextFrame) and frame.pts:
+            return True
+        # the reply's end must not overtake its words
+        return bool(self._held) and isinstance(frame, (LLMFullResponseEndFrame, LLMAssistantPushAggregationFrame))
+
+    async def _release_words(self) -> None:
+        while self._held:
+            head = self._held[0]
+            if isinstance(head, TTSTextFrame):
+                if self._word_credits <= 0:
+                    if self.get_clock().get_time() - (head.pts or 0) < self._unplayed_drop_ns:
+                        break
+                    self._held.pop(0)  # never played (its audio was not synthesised): not heard
+                    self.dropped_words += 1
+                    continue
+                self._word_credits -= 1
+            self._held.pop(0)
+            if not isinstance(head, TTSTextFrame):
+                self._word_credits = 0  # a reply ended: its words are all out
+            head.pts = None
+            await self.push_frame(head)
 
     # -- playout marks --
 
@@ -414,6 +455,7 @@ class RecordingOutput(BaseOutputTransport):
             self._stop_chunk(c, t, interrupted=False)
 
     def _start_word(self, m: PlayoutMarkFrame, t: int) -> None:
+        self._word_credits += 1
         c = self._chunks.get(m.chunk_id)
         if c is None:
             c = _ChunkPlay(m.chunk_id, m.turn, list(m.words), m.text, t)
@@ -437,6 +479,13 @@ class RecordingOutput(BaseOutputTransport):
             self._pending_marks.clear()  # their audio never reached the speaker
             for c in list(self._chunks.values()):
                 self._stop_chunk(c, cut, interrupted=True)
+            self._held = [f for f in self._held if not f.interruptible]
+            self._word_credits = 0
+        elif direction == FrameDirection.DOWNSTREAM and self._holds(frame):
+            await FrameProcessor.process_frame(self, frame, direction)  # observers only; we time it
+            self._held.append(frame)
+            await self._release_words()
+            return
         await super().process_frame(frame, direction)
 
     async def push_frame(self, frame: Frame, direction: FrameDirection = FrameDirection.DOWNSTREAM) -> None:
@@ -455,6 +504,8 @@ class RecordingOutput(BaseOutputTransport):
                 await asyncio.sleep(self._tick_s)
                 self._analyse(self._now_sample())
                 self._maybe_report_stop()
+                if self._held:
+                    await self._release_words()
 
     def _analyse(self, upto: int) -> None:
         for ev in self._tracker.advance(self.recorder.right, min(upto, self.recorder.right.size)):

@@ -18,6 +18,8 @@ interface; nothing else in voicelab imports piper.
   chunk); the output transport logs when each word really starts playing (`playout_*` rows).
 - **Latency lever**: leading silence of each chunk is trimmed to `keep_leading_ms` (Piper starts every
   sentence with ~60 ms of near silence).
+- The voice reads `speakable(text)` (sentence starts capitalised, so espeak pauses at periods); word
+  marks and timing use the text as generated.
 - A synthesis error is logged as an `error` row (where="tts"); that chunk stops there, the call goes on.
 """
 
@@ -184,6 +186,7 @@ class PiperTTSService(TTSService):
         """
         from piper import SynthesisConfig
 
+        text = speakable(text)
         counts = [_phoneme_words(p) for p in self._voice.phonemize(text) if p]
         exact = sum(counts) == n_words
         shares = counts if exact else _shares(n_words, counts)
@@ -238,6 +241,9 @@ class PiperTTSService(TTSService):
                 word_i += take
             if word_i < len(words) and not first_audio:  # words Piper did not place: due at the end
                 await self._time_words(context_id, [(w, None) for w in words[word_i:]])
+                for w in range(word_i, len(words)):
+                    yield PlayoutMarkFrame(chunk_id=chunk_id, turn=turn, word_index=w, words=words,
+                                           text=" ".join(words))
             self.chunks_spoken += 1
         except Exception as e:  # a TTS crash ends this chunk, not the call
             self._logrow(K.ERROR, turn, {"where": "tts", "message": f"{type(e).__name__}: {e}",
@@ -271,6 +277,25 @@ class PiperTTSService(TTSService):
             return
         end = (self._ctx_end.get(context_id, 0) - self._ctx_t0.get(context_id, 0)) / 1e9
         await self.add_word_timestamps([(w, end if t is None else t) for w, t in timed], context_id)
+
+
+def speakable(text: str) -> str:
+    """Text as Piper should read it: sentence starts and a lone "i" capitalised.
+
+    The tiny engines answer in lower case; espeak only ends a sentence (and pauses) at a period followed
+    by a capital. The context keeps the text as generated; this is for the voice only.
+    """
+    out = []
+    start = True
+    for w in text.split(" "):
+        if w == "i" or w.startswith("i'"):
+            w = "I" + w[1:]
+        if start and w[:1].isalpha():
+            w = w[:1].upper() + w[1:]
+        if w:
+            start = w[-1] in ".!?"
+        out.append(w)
+    return " ".join(out)
 
 
 def _trim_leading(audio: np.ndarray, rate: int, keep_ms: float, gate_dbfs: float = -45.0) -> tuple[np.ndarray, int]:

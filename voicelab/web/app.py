@@ -356,6 +356,8 @@ def create_app(options: ServeOptions | None = None, *, pool: ResourcePool | None
             raise ApiError(400, "offer: field 'sdp' must be a non-empty string")
         if kind != "offer":
             raise ApiError(400, "offer: field 'type' must be 'offer'")
+        if not sdp.startswith("v=0") or "\nm=audio " not in sdp.replace("\r\n", "\n"):
+            raise ApiError(400, "offer: field 'sdp' is not an SDP offer with an audio section (m=audio)")
         if pc_id is not None:  # renegotiation of a running session
             if not isinstance(pc_id, str) or pc_id not in registry.sessions:
                 raise ApiError(404, "offer: no running session has this pc_id")

@@ -3,7 +3,8 @@
 - `CanvasView` keeps the canvas of the reply being generated and says, per response position, whether it
   is masked, tentative (unmasked but not released), committed (released by the gate), spoken (its word has
   started playing) or past the answer's end; revised positions are collected between two messages so the
-  page can flash them.
+  page can flash them, and each step's states are kept for the page's step history (a tiny engine
+  denoises a reply in a few steps within a tenth of a second: too fast to watch, not to read back).
 - `live_latency` is the server-side first audible response of one live turn, with the breakdown of
   DESIGN.md §4. A live call has no fixture ground truth, so the caller's speech end is estimated from the
   VAD: its stop row minus the VAD's `stop_secs` (the silence it waited for). The figure is then computed
@@ -60,10 +61,14 @@ class _Chunk:
 class CanvasView:
     """The canvas of the current reply (one generation) and how far it travelled: gate, then speaker.
 
-    Feed it from the event rows (`begin` on an engine_snapshot row, `commit` on a gate_commit row), the
-    snapshots themselves (`snapshot`, which carry the per-position pieces the rows leave out) and the
-    playout progress (`spoken_words`). `message()` returns the page's canvas message when something
-    changed since the last one, else None.
+    Feed it from the event rows (`on_step` on an engine_snapshot row, `on_done` on an engine_done row,
+    `commit` on a gate_commit row), the snapshots themselves (`snapshot`, which carry the per-position
+    pieces the rows leave out) and the playout progress (`spoken_words`). `message()` returns the page's
+    canvas message when something changed since the last one, else None.
+
+    Step history: a step's row is written once the gate is done with that step, so it shows what the gate
+    released at that step. The engine takes its next step only after the gate has acked the previous
+    snapshot, so the next engine_snapshot row (or the engine_done row) says the gate is done.
     """
 
     def __init__(self) -> None:
@@ -75,10 +80,13 @@ class CanvasView:
         self.revisions = 0  # positions revised over this reply
         self._revised: set[int] = set()  # positions revised since the last message
         self._chunks: dict[int, _Chunk] = {}
+        self._pending: list[Snapshot] = []  # snapshots whose step row waits for the gate
+        self._seal_below = 0  # steps below this are done with by the gate
+        self._steps: list[list[Any]] = []  # [step, states, revised] rows not yet sent
         self._dirty = False
 
     def begin(self, gen: int, turn: int) -> None:
-        """A snapshot row of generation `gen` was logged; a new generation starts a new canvas."""
+        """A row of generation `gen` was logged; a new generation starts a new canvas."""
         if gen == self.gen:
             return
         if self.gen is not None and gen < self.gen:
@@ -87,8 +95,22 @@ class CanvasView:
         self.snap = None
         self.committed_chars = self.spoken_chars = self.revisions = 0
         self._revised.clear()
+        self._pending.clear()
+        self._steps.clear()
+        self._seal_below = 0
         self._chunks = {cid: c for cid, c in self._chunks.items() if c.gen == gen}
         self._dirty = True
+
+    def on_step(self, gen: int, turn: int, step: int) -> None:
+        """An engine_snapshot row: the gate is done with every earlier step of this reply."""
+        self.begin(gen, turn)
+        if gen == self.gen:
+            self._seal(step)
+
+    def on_done(self, gen: int) -> None:
+        """An engine_done row: the gate is done with every step of this reply."""
+        if gen == self.gen:
+            self._seal(1 << 30)
 
     def snapshot(self, snap: Snapshot, gen: int, turn: int) -> None:
         if self.gen is None or gen > self.gen:
@@ -99,7 +121,16 @@ class CanvasView:
         if snap.revised:
             self._revised.update(snap.revised)
             self.revisions += len(snap.revised)
+        self._pending.append(snap)
+        self._seal(self._seal_below)
         self._dirty = True
+
+    def _seal(self, below: int) -> None:
+        self._seal_below = max(self._seal_below, below)
+        while self._pending and self._pending[0].step < self._seal_below:
+            snap = self._pending.pop(0)
+            self._steps.append([snap.step, self.states(snap), sorted(snap.revised)])
+            self._dirty = True
 
     def commit(self, chunk_id: int, start_char: int, end_char: int, text: str) -> None:
         if self.gen is None:
@@ -124,9 +155,9 @@ class CanvasView:
     def _response_text(self) -> str:
         return "" if self.snap is None else "".join(self.snap.pieces)
 
-    def states(self) -> str:
+    def states(self, snap: Snapshot | None = None) -> str:
         """One letter per canvas position: m masked, t tentative, c committed, s spoken, e past the end."""
-        snap = self.snap
+        snap = self.snap if snap is None else snap
         if snap is None:
             return ""
         out = []
@@ -153,9 +184,10 @@ class CanvasView:
         msg = {
             "type": "canvas", "turn": self.turn, "gen": self.gen, "step": snap.step, "done": snap.done,
             "pieces": list(snap.pieces), "state": self.states(), "revised": sorted(self._revised),
-            "revisions": self.revisions, "pinned": snap.pinned,
+            "revisions": self.revisions, "pinned": snap.pinned, "steps": list(self._steps),
         }
         self._revised.clear()
+        self._steps.clear()
         self._dirty = False
         return msg
 

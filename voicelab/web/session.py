@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,14 +42,28 @@ from pipecat.frames.frames import (
     StartFrame,
 )
 from pipecat.observers.base_observer import BaseObserver, FramePushed
+from pipecat.pipeline.pipeline import Pipeline
+from pipecat.pipeline.worker import PipelineParams, PipelineWorker
+from pipecat.processors.aggregators.llm_context import LLMContext
+from pipecat.processors.aggregators.llm_response_universal import (
+    LLMContextAggregatorPair,
+    LLMUserAggregatorParams,
+)
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
+from pipecat.services.llm_service import LLMService
+from pipecat.services.stt_service import STTService
+from pipecat.transports.base_transport import TransportParams
+from pipecat.transports.smallwebrtc.transport import SmallWebRTCTransport
+from pipecat.workers.runner import WorkerRunner
 
 from voicelab.events import Event, EventKind
-from voicelab.gate_processor import PlayoutMarkFrame
-from voicelab.llm_service import SnapshotFrame
-from voicelab.observers import CallLog
-from voicelab.pipeline import PipelineConfig
+from voicelab.gate_processor import GateProcessor, PlayoutMarkFrame
+from voicelab.llm_service import EngineLLMService, SnapshotFrame
+from voicelab.observers import CallLog, EventObserver
+from voicelab.pipeline import PipelineConfig, _turn_strategies, _vad
+from voicelab.stt_pocketsphinx import PocketsphinxSTTService
 from voicelab.transport import AudibleTracker
+from voicelab.tts_piper import PiperTTSService
 from voicelab.web.live import CanvasView, live_latency
 
 K = EventKind
@@ -278,9 +292,6 @@ class PageObserver(BaseObserver):
         f = data.frame
         if data.direction != FrameDirection.DOWNSTREAM:
             return
-        from pipecat.services.llm_service import LLMService
-        from pipecat.services.stt_service import STTService
-
         if isinstance(f, SnapshotFrame) and isinstance(data.source, LLMService):
             self._on_snapshot(f)
         elif isinstance(f, InterimTranscriptionFrame) and isinstance(data.source, STTService):
@@ -337,9 +348,19 @@ class ResourcePool:
 
         key = (cfg.engine, cfg.sampler)
         if key not in self._engines:
-            self._engines[key] = open_engine_for(cfg)
+            engine = open_engine_for(cfg)
+            answer = getattr(engine, "answer", None)
+            if callable(answer):  # first-use costs (torch kernels) here, not in a caller's first reply
+                answer([{"role": "user", "content": "hello"}])
+            self._engines[key] = engine
         if self._voice is None:
-            self._voice = load_voice()
+            voice = load_voice()
+            for _ in voice.synthesize("Hello there."):  # onnxruntime's first run, likewise
+                pass
+            # pipecat's LLM service imports its OpenAI adapter (about a second) the first time one is
+            # made: pay that here too, not on the event loop while a browser is connecting
+            EngineLLMService(self._engines[key], CallLog("warm-up"))
+            self._voice = voice
 
     async def get(self, cfg: PipelineConfig) -> tuple[Any, Any]:
         """(engine, voice) for `cfg`, loading them in a worker thread the first time."""
@@ -358,36 +379,25 @@ class ResourcePool:
 
 # ---- the pipeline --------------------------------------------------------------------------------------
 
-PipelineFactory = Callable[["Session", Any], Any]
+PipelineFactory = Callable[["Session", Any], Awaitable[Any]]
 
 
-def build_live_pipeline(session: Session, transport: Any) -> Any:
+async def build_live_pipeline(session: Session, transport: Any) -> Any:
     """The `voicelab run` pipeline on a WebRTC transport; returns the `PipelineWorker` (not started).
 
-    Mirrors `voicelab.pipeline.run_call` processor for processor; only the two ends differ.
+    Mirrors `voicelab.pipeline.run_call` processor for processor; only the two ends differ. The engine and
+    the Piper voice come from the session's `ResourcePool` (loaded once, shared).
     """
-    from pipecat.pipeline.pipeline import Pipeline
-    from pipecat.pipeline.worker import PipelineParams, PipelineWorker
-    from pipecat.processors.aggregators.llm_context import LLMContext
-    from pipecat.processors.aggregators.llm_response_universal import (
-        LLMContextAggregatorPair,
-        LLMUserAggregatorParams,
-    )
-
-    from voicelab.gate_processor import GateProcessor
-    from voicelab.llm_service import EngineLLMService
-    from voicelab.observers import EventObserver
-    from voicelab.pipeline import _turn_strategies, _vad
-    from voicelab.stt_pocketsphinx import PocketsphinxSTTService
-    from voicelab.tts_piper import PiperTTSService
-
     cfg, log = session.cfg, session.log
+    session.engine, session.voice = await session.pool.get(cfg)
     sr = cfg.sample_rate
     stt = PocketsphinxSTTService(decoder=None, sample_rate=sr)  # its own decoder: one utterance at a time
     context = LLMContext()
+    # the VAD and smart-turn models load in a thread: other sessions' audio keeps flowing meanwhile
+    vad, strategies = await asyncio.to_thread(lambda: (_vad(cfg), _turn_strategies(cfg)))
     user_agg, asst_agg = LLMContextAggregatorPair(
         context,
-        user_params=LLMUserAggregatorParams(vad_analyzer=_vad(cfg), user_turn_strategies=_turn_strategies(cfg),
+        user_params=LLMUserAggregatorParams(vad_analyzer=vad, user_turn_strategies=strategies,
                                             user_turn_stop_timeout=3.0),
     )
     llm = EngineLLMService(session.engine, log)
@@ -414,10 +424,11 @@ def build_live_pipeline(session: Session, transport: Any) -> Any:
 @dataclass(frozen=True)
 class SessionLimits:
     connect_timeout_s: float = 30.0  # the browser must connect (ICE + DTLS) within this
-    idle_timeout_s: float = 20.0  # after the page's last keepalive (it sends one every 2 s)
+    idle_timeout_s: float = 15.0  # after the page's last message (it sends a keepalive every 2 s)
     max_duration_s: float = 3600.0
     flush_ms: float = 40.0  # canvas messages at most this often
     check_s: float = 0.5  # watchdog period
+    hard_stop_s: float = 10.0  # a cancelled pipeline still running after this: cancel the session's task
 
 
 class Session:
@@ -444,8 +455,9 @@ class Session:
         self.voice: Any = None
         self.state = "new"  # new, loading, waiting, connected, closed
         self.stop_reason: str | None = None
+        self._stop_requested_at: float | None = None
         self.created = time.monotonic()
-        self.last_seen: float | None = None  # monotonic time of the page's last message
+        self.last_seen: float | None = None  # monotonic time of the page's last message (idle check from then)
         self._worker: Any = None
         self._task: asyncio.Task[None] | None = None
         self._helpers: list[asyncio.Task[Any]] = []
@@ -467,13 +479,23 @@ class Session:
         return self._task is not None and self._task.done()
 
     def request_stop(self, reason: str) -> None:
-        """Ask the session to end (from any task or event handler); returns at once."""
-        if self.stop_reason is None:
-            self.stop_reason = reason
-        if self._worker is not None:
-            self._spawn(self._worker.cancel(reason=reason), "cancel")
-        elif self._task is not None and not self._task.done():
-            self._task.cancel()
+        """Ask the session to end (from any task or event handler); returns at once.
+
+        The pipeline is cancelled (a CancelFrame); if it has not wound down `hard_stop_s` later, the
+        session's task itself is cancelled (asked again by the watchdog).
+        """
+        if self.state == "closed" or self._task is None or self._task.done():
+            return
+        now = time.monotonic()
+        if self._stop_requested_at is None:
+            self._stop_requested_at = now
+            self.stop_reason = self.stop_reason or reason
+            if self._worker is not None:
+                self._spawn(self._worker.cancel(reason=reason), "cancel")
+                return
+        elif self._worker is not None and now - self._stop_requested_at < self.limits.hard_stop_s:
+            return
+        self._task.cancel()
 
     async def stop(self, reason: str, timeout_s: float = 10.0) -> None:
         """End the session and wait until it is torn down."""
@@ -492,10 +514,6 @@ class Session:
         self._helpers = [h for h in self._helpers if not h.done()]
 
     async def _run(self) -> None:
-        from pipecat.transports.base_transport import TransportParams
-        from pipecat.transports.smallwebrtc.transport import SmallWebRTCTransport
-        from pipecat.workers.runner import WorkerRunner
-
         try:
             self.state = "loading"
             transport = SmallWebRTCTransport(
@@ -507,8 +525,7 @@ class Session:
             self._spawn(self._watchdog(), "watchdog")
             self._spawn(self._flusher(), "flusher")
             self.send({"type": "status", "state": "loading", "detail": "loading the pipeline…"})
-            self.engine, self.voice = await self.pool.get(self.cfg)
-            self._worker = self._factory(self, transport)
+            self._worker = await self._factory(self, transport)
             if self.stop_reason is not None:
                 return
             self.state = "waiting"
@@ -526,27 +543,26 @@ class Session:
 
     async def _teardown(self) -> None:
         self.state = "closed"
-        for t in self._helpers:
-            if t is not asyncio.current_task():
+        try:
+            for t in self._helpers:
                 t.cancel()
-        for t in self._helpers:
-            if t is not asyncio.current_task():
+            for t in self._helpers:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await t
-        self._helpers.clear()
-        pc = getattr(self.connection, "pc", None)
-        if pc is None or getattr(pc, "connectionState", "closed") != "closed":
-            with contextlib.suppress(Exception):  # pipecat closes it when the pipeline ends; this is for
-                await self.connection.disconnect()  # sessions that never got that far
-        if self._on_finished is not None:
-            cb, self._on_finished = self._on_finished, None
-            cb(self)
+            self._helpers.clear()
+            pc = getattr(self.connection, "pc", None)
+            if pc is None or getattr(pc, "connectionState", "closed") != "closed":
+                with contextlib.suppress(Exception):  # pipecat closes it when the pipeline ends; this is
+                    await self.connection.disconnect()  # for sessions that never got that far
+        finally:  # even if the teardown itself is cancelled, the registry must let the session go
+            if self._on_finished is not None:
+                cb, self._on_finished = self._on_finished, None
+                cb(self)
 
     def _register(self, transport: Any) -> None:
         @transport.event_handler("on_client_connected")
         async def _connected(_t: Any, _conn: Any) -> None:
             self.state = "connected"
-            self.last_seen = time.monotonic()
             self.send({"type": "status", "state": "ready", "detail": "ready — speak",
                        "options": self.describe()})
 
@@ -613,7 +629,9 @@ class Session:
         p = e.payload
         k = e.kind
         if k == K.ENGINE_SNAPSHOT:
-            self.canvas.begin(int(p.get("gen_id", 0)), e.turn)
+            self.canvas.on_step(int(p.get("gen_id", 0)), e.turn, int(p.get("step", 0)))
+        elif k == K.ENGINE_DONE:
+            self.canvas.on_done(int(p.get("gen_id", 0)))
         elif k == K.GATE_COMMIT:
             cid = int(p["chunk_id"])
             self._chunk_text[cid] = (e.turn, str(p["text"]))

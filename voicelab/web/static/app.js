@@ -14,6 +14,7 @@
   const POLL_MS = 10;
   const KEEPALIVE_MS = 2000;
   const ICE_GATHER_WAIT_MS = 1500;
+  const READY_TIMEOUT_MS = 30000; // the server gives up on a browser that has not connected by then too
 
   // Public, read-only view of what the page measured (the browser test reads it).
   const stats = {
@@ -27,7 +28,13 @@
     clientFarMs: [],
     serverFarMs: [],
     lastError: null,
+    timeline: [], // recent [performance.now() ms, what] pairs, for debugging a measurement
   };
+
+  function mark(what) {
+    stats.timeline.push([Math.round(performance.now()), what]);
+    if (stats.timeline.length > 200) stats.timeline.shift();
+  }
   window.voicelab = stats;
 
   let session = null; // the live connection, see start()
@@ -46,7 +53,8 @@
         for (const v of values) {
           const o = document.createElement("option");
           o.value = v;
-          o.textContent = v;
+          o.textContent = v.includes("/") ? v.split("/").filter(Boolean).pop() : v; // a checkpoint folder
+          o.title = v;
           sel.append(o);
         }
         if (opts.defaults[key] != null) sel.value = opts.defaults[key];
@@ -63,6 +71,23 @@
       if (sel && sel.value) out[key] = sel.value;
     }
     return out;
+  }
+
+  function setSettingsEnabled(on) {
+    for (const sel of document.querySelectorAll("#settings select")) sel.disabled = !on;
+  }
+
+  // A new session starts a new conversation: its turns are numbered from 0 again.
+  function resetView() {
+    turns.clear();
+    $("transcript").replaceChildren();
+    $("latency").querySelector("tbody").replaceChildren();
+    $("far-server").textContent = "–";
+    $("far-client").textContent = "–";
+    $("canvas-meta").textContent = "";
+    $("session-info").textContent = "";
+    $("history").replaceChildren();
+    historyGen = null;
   }
 
   function setStatus(state, text) {
@@ -132,7 +157,9 @@
       if (m === "offset") {
         micEnd = mic.lastVoiced;
         stats.micSpeechEnds += 1;
+        mark(`mic speech end at ${Math.round(micEnd)}`);
       } else if (m === "onset") {
+        mark(`mic speech onset at ${Math.round(mic.runStart)}`);
         micEnd = null; // the caller speaks again: the reply to come answers this stretch
       }
       if (!s.botAnalyser) return;
@@ -141,6 +168,7 @@
       if (bot.update(botDb > GATE_DBFS, t) !== "onset") return;
       stats.botOnsets += 1;
       const onsetT = bot.runStart; // the onset is the first window of the voiced run
+      mark(`bot audio onset at ${Math.round(onsetT)}`);
       // The reply answers the caller's latest speech stretch. Its offset is only declared
       // MIN_GAP_MS after the last voiced window, so a mic that is quiet now but not yet
       // declared over also counts. Each speech end is paired with one onset only: the bot's
@@ -159,14 +187,22 @@
   async function start() {
     if (session) return;
     $("start").disabled = true;
+    setSettingsEnabled(false);
+    resetView();
+    mark("start");
     setStatus("starting", "asking for the microphone…");
-    const s = { pc: null, dc: null, stream: null, audioCtx: null, timers: [], pcId: null, pendingCandidates: [] };
+    const s = { pc: null, dc: null, stream: null, audioCtx: null, pcId: null, pendingCandidates: [] };
     session = s;
+    $("stop").disabled = false;
     try {
       s.stream = await navigator.mediaDevices.getUserMedia({
         audio: { echoCancellation: true, noiseSuppression: true, autoGainControl: true },
         video: false,
       });
+      if (session !== s) { // stopped while the browser asked for the microphone
+        s.stream.getTracks().forEach((t) => t.stop());
+        return;
+      }
       s.audioCtx = new AudioContext();
       s.micAnalyser = s.audioCtx.createAnalyser();
       s.audioCtx.createMediaStreamSource(s.stream).connect(s.micAnalyser);
@@ -177,7 +213,11 @@
       const dc = pc.createDataChannel("voicelab", { ordered: true });
       s.dc = dc;
       dc.onmessage = (ev) => onServerMessage(ev.data);
+      dc.onclose = () => {
+        if (session === s) stop("the server ended the session");
+      };
       dc.onopen = () => {
+        mark("data channel open");
         dc.send(JSON.stringify({ type: "hello", agent: navigator.userAgent }));
         s.keepalive = setInterval(() => {
           if (dc.readyState === "open") dc.send(JSON.stringify({ type: "keepalive" }));
@@ -197,8 +237,12 @@
       };
 
       setStatus("signalling", "connecting…");
+      s.readyTimer = setTimeout(() => {
+        if (session === s && stats.state !== "ready") stop("could not reach the server over WebRTC (ICE)");
+      }, READY_TIMEOUT_MS);
       await pc.setLocalDescription(await pc.createOffer());
       await gatheringDone(pc, ICE_GATHER_WAIT_MS);
+      if (session !== s) return;
       const r = await fetch("/api/offer", {
         method: "POST",
         headers: { "Content-Type": "application/json" },
@@ -209,6 +253,11 @@
         }),
       });
       const body = await r.json().catch(() => ({}));
+      if (session !== s) {
+        // stopped while the offer was answered: that session must go too
+        if (r.ok) navigator.sendBeacon("/api/session/close", new Blob([JSON.stringify({ pc_id: body.pc_id })], { type: "application/json" }));
+        return;
+      }
       if (!r.ok) {
         const msg = body.error || body.detail || `HTTP ${r.status}`;
         await stop(null);
@@ -216,6 +265,7 @@
         stats.lastError = msg;
         return;
       }
+      mark("answer received");
       s.pcId = body.pc_id;
       stats.pcId = body.pc_id;
       await pc.setRemoteDescription({ sdp: body.sdp, type: body.type });
@@ -223,8 +273,8 @@
       const late = s.pendingCandidates.filter((c) => !pc.localDescription.sdp.includes(c.candidate));
       s.pendingCandidates = [];
       if (late.length) patchCandidates(s, late);
-      $("stop").disabled = false;
     } catch (e) {
+      if (session !== s) return;
       stats.lastError = String(e && e.message ? e.message : e);
       await stop(null);
       setStatus("error", stats.lastError);
@@ -273,6 +323,7 @@
     session = null;
     clearInterval(s.pollTimer);
     clearInterval(s.keepalive);
+    clearTimeout(s.readyTimer);
     try {
       if (s.dc && s.dc.readyState === "open") s.dc.send(JSON.stringify({ type: "bye" }));
     } catch (e) { /* closing anyway */ }
@@ -282,6 +333,7 @@
     $("bot-audio").srcObject = null;
     $("start").disabled = false;
     $("stop").disabled = true;
+    setSettingsEnabled(true);
     setStatus(reason ? "error" : "idle", reason || "stopped");
   }
 
@@ -305,9 +357,15 @@
     }
     if (!msg || msg.source !== "voicelab") return; // RTVI and signalling messages are not ours
     stats.serverMessages += 1;
+    if (msg.type !== "canvas") mark(`message ${msg.type}${msg.state ? " " + msg.state : ""}${msg.speaking != null ? " speaking=" + msg.speaking : ""}`);
     switch (msg.type) {
       case "status":
         setStatus(msg.state, msg.detail);
+        if (msg.options) {
+          const o = msg.options;
+          $("session-info").textContent =
+            `${o.engine} · ${o.sampler} · gate ${o.policy} · VAD ${o.vad} · ${o.stt} · turn ${o.turn} · barge-in ${o.barge_in}`;
+        }
         break;
       case "vad":
         $("status").textContent = msg.speaking ? "listening… (you are speaking)" : "ready — speak";
@@ -331,6 +389,12 @@
       case "latency":
         showServerLatency(msg);
         break;
+      case "tool":
+        showTool(msg);
+        break;
+      case "notice":
+        console.warn(`voicelab: ${msg.message}`);
+        break;
       case "error":
         stats.lastError = msg.message;
         setStatus("error", msg.message);
@@ -343,7 +407,34 @@
   // ---------------------------------------------------------------- canvas
   const STATE_CLASS = { m: "masked", t: "tentative", c: "committed", s: "spoken", e: "end" };
 
+  let historyGen = null;
+
+  function renderHistory(msg) {
+    const el = $("history");
+    if (msg.gen !== historyGen) {
+      historyGen = msg.gen;
+      el.replaceChildren();
+    }
+    for (const [step, states, revised] of msg.steps || []) {
+      const row = document.createElement("div");
+      row.className = "row";
+      const label = document.createElement("span");
+      label.className = "step";
+      label.textContent = `step ${step}`;
+      row.append(label);
+      const rev = new Set(revised);
+      for (let i = 0; i < states.length; i++) {
+        const dot = document.createElement("span");
+        dot.className = `dot ${STATE_CLASS[states[i]] || "masked"}${rev.has(i) ? " revised" : ""}`;
+        row.append(dot);
+      }
+      el.append(row);
+    }
+    while (el.childElementCount > 64) el.firstElementChild.remove();
+  }
+
   function renderCanvas(msg) {
+    renderHistory(msg);
     const el = $("canvas");
     const revised = new Set(msg.revised || []);
     const frag = document.createDocumentFragment();
@@ -420,6 +511,15 @@
     const note = document.createElement("span");
     note.className = "note";
     note.textContent = "(interrupted)";
+    t.botLi.append(note);
+  }
+
+  function showTool(msg) {
+    const t = turnEntry(msg.turn);
+    if (!t.botLi) t.botLi = li("bot", "bot");
+    const note = document.createElement("span");
+    note.className = "tool";
+    note.textContent = `tool call ${msg.raw}`;
     t.botLi.append(note);
   }
 
