@@ -20,7 +20,7 @@ def test_a_few_training_steps_lower_the_loss(kind: str) -> None:
     torch.manual_seed(0)
     ex = corpus.generate(400, 3)
     tok = train_tiny([m["content"] for e in ex for m in e.messages] + [e.reply for e in ex], vocab_size=300)
-    data = encode(tok, ex, 48)
+    data = encode(tok, ex, 128)
     cfg = ModelConfig(d_model=32, n_layers=1, n_heads=2, n_kv_heads=2, mlp_hidden_size=64, vocab_size=tok.vocab_size,
                       embedding_size=tok.vocab_size, mask_token_id=tok.mask_id, eos_token_id=tok.eos_id,
                       causal=kind == "ar", logits_shift=kind == "diffusion")
