@@ -85,6 +85,16 @@ def chat_messages(context: LLMContext) -> list[dict[str, str]]:
     return out
 
 
+def with_tool_spans(messages: list[dict[str, str]], memory: dict[str, list[str]]) -> list[dict[str, str]]:
+    """Put back the tool-call spans each reply executed in front of its (spoken) assistant message."""
+    out: list[dict[str, str]] = []
+    for m in messages:
+        if m["role"] == "assistant" and out and out[-1]["role"] == "user" and out[-1]["content"] in memory:
+            m = {"role": "assistant", "content": "".join(memory[out[-1]["content"]]) + " " + m["content"]}
+        out.append(m)
+    return out
+
+
 class EngineLLMService(LLMService):
     """Runs `engine.generate(messages)` per LLM request; see the module doc."""
 
@@ -96,6 +106,10 @@ class EngineLLMService(LLMService):
         super().__init__(settings=settings, **kwargs)
         self.engine = engine
         self._log = log
+        # tool calls are executed, never spoken, so the played-words context lacks them; the
+        # engine saw them in its own history (and was trained so): remember them per user turn
+        self.tool_memory: dict[str, list[str]] = {}
+        self.current_user = ""
         self._ack_timeout_s = ack_timeout_s
         self._gen_ids = itertools.count(1)
         self.generations = 0
@@ -107,12 +121,17 @@ class EngineLLMService(LLMService):
         else:
             await self.push_frame(frame, direction)
 
+    def remember_tool_call(self, raw: str) -> None:
+        """Called by the tool handler for each tool call of the reply being generated."""
+        self.tool_memory.setdefault(self.current_user, []).append(raw)
+
     async def _generate(self, context: LLMContext) -> None:
         log = self._log
         turn = log.reply_turn
         log.request_turn = turn
-        messages = chat_messages(context)
+        messages = with_tool_spans(chat_messages(context), self.tool_memory)
         last_user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+        self.current_user = last_user
         gen_id = next(self._gen_ids)
         self.generations += 1
         log.log(K.LLM_REQUEST, turn, {"messages": len(messages), "text": last_user, "gen_id": gen_id})
@@ -124,7 +143,7 @@ class EngineLLMService(LLMService):
         try:
             gen = self.engine.generate(messages)
             async for snap in gen:
-                log.log(K.ENGINE_SNAPSHOT, turn, {**snapshot_payload(snap, last), "gen_id": gen_id})
+                log.log(K.ENGINE_SNAPSHOT, turn, {**snapshot_payload(snap, last, canvas=True), "gen_id": gen_id})
                 last = snap
                 steps += 1
                 frame = SnapshotFrame(snapshot=snap, gen_id=gen_id, turn=turn, pin=gen.pin)

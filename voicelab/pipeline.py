@@ -316,6 +316,7 @@ async def run_call(fixture: Fixture, cfg: PipelineConfig, res: Resources, call_i
 
     def tool_handler(call: ToolCall, turn: int) -> None:
         tools.append({"turn": turn, **call.to_payload()})
+        llm.remember_tool_call(call.raw)
 
     gate = GateProcessor(log, cfg.policy, cfg.shaper, tool_handler=tool_handler)
     make_tts = tts_factory or PiperTTSService

@@ -33,6 +33,7 @@ from pipecat.services.settings import STTSettings
 from pipecat.services.stt_service import STTService
 from pipecat.utils.time import time_now_iso8601
 
+from voicelab.normalize import spoken_numbers_to_digits
 from voicelab.observers import CallLog
 
 _END = object()  # decode queue sentinel: finalize the utterance
@@ -171,12 +172,13 @@ class PocketsphinxSTTService(STTService):
 
     def _partial(self) -> str:
         hyp = self._decoder.hyp()
-        return hyp.hypstr.strip() if hyp is not None else ""
+        return spoken_numbers_to_digits(hyp.hypstr.strip()) if hyp is not None else ""
 
     def _finish(self) -> str:
         self._decoder.end_utt()
         hyp = self._decoder.hyp()
-        return hyp.hypstr.strip() if hyp is not None else ""
+        # numbers as digits, as the engines' callers write them (a recognizer's formatter step)
+        return spoken_numbers_to_digits(hyp.hypstr.strip()) if hyp is not None else ""
 
 
 class TranscriptSTTService(STTService):

@@ -401,7 +401,8 @@ async def build_live_pipeline(session: Session, transport: Any) -> Any:
                                             user_turn_stop_timeout=3.0),
     )
     llm = EngineLLMService(session.engine, log)
-    gate = GateProcessor(log, cfg.policy, cfg.shaper)
+    gate = GateProcessor(log, cfg.policy, cfg.shaper,
+                         tool_handler=lambda call, _turn: llm.remember_tool_call(call.raw))
     tts = PiperTTSService(voice=session.voice, log=log, sample_rate=sr, keep_leading_ms=cfg.keep_leading_ms)
     playout = LivePlayout(log, sr, on_words=session.canvas.spoken_words)
 
