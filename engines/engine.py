@@ -96,7 +96,9 @@ class Engine:
         self.name = name or ckpt.folder.name
         tok = ckpt.tokenizer
         mask_id = tok.mask_id if tok.mask_id is not None else ckpt.model.config.mask_token_id
-        self.special = Special(mask_id, frozenset(tok.stop_ids or {ckpt.model.config.eos_token_id}))
+        # config.json's eos (LLaDA pads answers with <|endoftext|>) ends an answer as well as the
+        # tokenizer's own end tokens (<|eot_id|>)
+        self.special = Special(mask_id, frozenset(tok.stop_ids | {ckpt.model.config.eos_token_id}))
         self._pieces: dict[int, str] = {}
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"engine-{self.name}")
 
