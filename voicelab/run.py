@@ -272,12 +272,14 @@ def print_turns(console: Console, rows: list[dict[str, Any]], title: str = "per 
 
 def print_summary(console: Console, summaries: Sequence[dict[str, Any]]) -> None:
     t = Table(title="overall")
-    for name in ("run", "turns", "FAR p50", "FAR p95", "stop p50", "stop p95", "recovery p50", "heard err",
+    for name in ("config", "turns", "FAR p50", "FAR p95", "stop p50", "stop p95", "recovery p50", "heard err",
                  "false BI", "audible/100w", "churn", "post-syn", "1st commit p50", "tok/s", "truth FAR Δp95"):
-        t.add_column(name, justify="left" if name == "run" else "right", overflow="fold")
+        t.add_column(name, justify="left" if name == "config" else "right", overflow="fold",
+                     no_wrap=name == "config")
     for s in summaries:
         rev = s["revisions"]
-        t.add_row(str(s["run_id"]), _f(s["turns"]), _f(s["far_ms"]["p50"]), _f(s["far_ms"]["p95"]),
+        t.add_row(" ".join(str(s.get(k) or "") for k in ("engine", "sampler", "policy")).strip() or str(s["run_id"]),
+                  _f(s["turns"]), _f(s["far_ms"]["p50"]), _f(s["far_ms"]["p95"]),
                   _f(s["stop_latency_ms"]["p50"]), _f(s["stop_latency_ms"]["p95"]), _f(s["recovery_ms"]["p50"]),
                   _f(s["heard_text_word_errors"]), _f(s["false_barge_ins"]), _f(rev["audible_per_100_words"], 2),
                   _f(rev["churn"]), _f(rev["post_synthesis"]), _f(s["engine_figures"]["first_commit_ms_p50"]),
