@@ -261,6 +261,68 @@ def quiet_pipecat_logs(level: str = "WARNING") -> None:
     logging.getLogger("piper").setLevel(logging.WARNING)
 
 
+@dataclass
+class Core:
+    """The processors between the recognizer and the speaker, shared by `voicelab run` and `voicelab serve`."""
+
+    context: Any
+    user_agg: Any
+    llm: Any
+    gate: Any
+    tts: Any
+    asst_agg: Any
+    tools: list[dict[str, Any]]
+
+    @property
+    def middle(self) -> list[Any]:
+        """user aggregator -> engine -> gate -> TTS: what goes between the STT and the output transport."""
+        return [self.user_agg, self.llm, self.gate, self.tts]
+
+
+def build_core(cfg: PipelineConfig, log: CallLog, *, engine: Any, voice: Any, vad: Any = None,
+               strategies: Any = None, tts_factory: Any = None) -> Core:
+    """Context, aggregators, engine service, gate and TTS for one call; the caller adds both ends.
+
+    The assistant aggregator goes after the output transport (it keeps only what was played); executed
+    tool calls are logged and put back into the engine's history.
+    """
+    from pipecat.processors.aggregators.llm_context import LLMContext
+    from pipecat.processors.aggregators.llm_response_universal import (
+        LLMContextAggregatorPair,
+        LLMUserAggregatorParams,
+    )
+
+    from voicelab.gate_processor import GateProcessor
+    from voicelab.llm_service import EngineLLMService
+    from voicelab.tts_piper import PiperTTSService
+
+    context = LLMContext()
+    user_agg, asst_agg = LLMContextAggregatorPair(
+        context,
+        user_params=LLMUserAggregatorParams(
+            vad_analyzer=vad if vad is not None else _vad(cfg),
+            user_turn_strategies=strategies if strategies is not None else _turn_strategies(cfg),
+            user_turn_stop_timeout=3.0),
+    )
+    llm = EngineLLMService(engine, log)
+    tools: list[dict[str, Any]] = []
+
+    def tool_handler(call: ToolCall, turn: int) -> None:
+        tools.append({"turn": turn, **call.to_payload()})
+        llm.remember_tool_call(call.raw)
+
+    gate = GateProcessor(log, cfg.policy, cfg.shaper, tool_handler=tool_handler)
+    make_tts = tts_factory or PiperTTSService
+    tts = make_tts(voice=voice, log=log, sample_rate=cfg.sample_rate, keep_leading_ms=cfg.keep_leading_ms)
+
+    @asst_agg.event_handler("on_assistant_turn_stopped")
+    async def _on_assistant_turn_stopped(_agg: Any, message: Any) -> None:
+        log.log(K.CONTEXT_UPDATE, log.request_turn,
+                {"content": message.content, "interrupted": bool(message.interrupted)})
+
+    return Core(context, user_agg, llm, gate, tts, asst_agg, tools)
+
+
 async def run_call(fixture: Fixture, cfg: PipelineConfig, res: Resources, call_id: str, *,
                    calls_dir: Path | None = None, writer: EventWriter | None = None,
                    tts_factory: Any = None, engine: Any = None, max_extra_s: float = 60.0) -> CallResult:
@@ -272,19 +334,11 @@ async def run_call(fixture: Fixture, cfg: PipelineConfig, res: Resources, call_i
     from pipecat.frames.frames import EndFrame
     from pipecat.pipeline.pipeline import Pipeline
     from pipecat.pipeline.worker import PipelineParams, PipelineWorker
-    from pipecat.processors.aggregators.llm_context import LLMContext
-    from pipecat.processors.aggregators.llm_response_universal import (
-        LLMContextAggregatorPair,
-        LLMUserAggregatorParams,
-    )
     from pipecat.workers.runner import WorkerRunner
 
-    from voicelab.gate_processor import GateProcessor
-    from voicelab.llm_service import EngineLLMService
     from voicelab.observers import EventObserver
     from voicelab.stt_pocketsphinx import PocketsphinxSTTService, TranscriptSTTService
     from voicelab.transport import CallRecorder, FixturePlayerInput, RecordingOutput
-    from voicelab.tts_piper import PiperTTSService
 
     sr = cfg.sample_rate
     log = CallLog(call_id, writer)
@@ -305,30 +359,12 @@ async def run_call(fixture: Fixture, cfg: PipelineConfig, res: Resources, call_i
                                 max_call_s=script_s + cfg.no_reply_timeout_s * len(fixture.turns) + max_extra_s)
     stt: Any = (PocketsphinxSTTService(decoder=res.decoder, sample_rate=sr) if cfg.stt == "pocketsphinx"
                 else TranscriptSTTService(log, sample_rate=sr))
-    context = LLMContext()
-    user_agg, asst_agg = LLMContextAggregatorPair(
-        context,
-        user_params=LLMUserAggregatorParams(vad_analyzer=_vad(cfg), user_turn_strategies=_turn_strategies(cfg),
-                                            user_turn_stop_timeout=3.0),
-    )
-    llm = EngineLLMService(engine if engine is not None else res.engine, log)
-    tools: list[dict[str, Any]] = []
-
-    def tool_handler(call: ToolCall, turn: int) -> None:
-        tools.append({"turn": turn, **call.to_payload()})
-        llm.remember_tool_call(call.raw)
-
-    gate = GateProcessor(log, cfg.policy, cfg.shaper, tool_handler=tool_handler)
-    make_tts = tts_factory or PiperTTSService
-    tts = make_tts(voice=res.voice, log=log, sample_rate=sr, keep_leading_ms=cfg.keep_leading_ms)
+    core = build_core(cfg, log, engine=engine if engine is not None else res.engine, voice=res.voice,
+                      tts_factory=tts_factory)
+    context, tools = core.context, core.tools
     out = RecordingOutput(log, recorder, scheduler)
 
-    @asst_agg.event_handler("on_assistant_turn_stopped")
-    async def _on_assistant_turn_stopped(_agg: Any, message: Any) -> None:
-        log.log(K.CONTEXT_UPDATE, log.request_turn,
-                {"content": message.content, "interrupted": bool(message.interrupted)})
-
-    pipeline = Pipeline([player, stt, user_agg, llm, gate, tts, out, asst_agg])
+    pipeline = Pipeline([player, stt, *core.middle, out, core.asst_agg])
     worker = PipelineWorker(
         pipeline, params=PipelineParams(audio_in_sample_rate=sr, audio_out_sample_rate=sr),
         observers=[EventObserver(log)], idle_timeout_secs=None, enable_rtvi=False, enable_turn_tracking=False,

@@ -44,11 +44,6 @@ from pipecat.frames.frames import (
 from pipecat.observers.base_observer import BaseObserver, FramePushed
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
-from pipecat.processors.aggregators.llm_context import LLMContext
-from pipecat.processors.aggregators.llm_response_universal import (
-    LLMContextAggregatorPair,
-    LLMUserAggregatorParams,
-)
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.services.llm_service import LLMService
 from pipecat.services.stt_service import STTService
@@ -57,13 +52,12 @@ from pipecat.transports.smallwebrtc.transport import SmallWebRTCTransport
 from pipecat.workers.runner import WorkerRunner
 
 from voicelab.events import Event, EventKind
-from voicelab.gate_processor import GateProcessor, PlayoutMarkFrame
+from voicelab.gate_processor import PlayoutMarkFrame
 from voicelab.llm_service import EngineLLMService, SnapshotFrame
 from voicelab.observers import CallLog, EventObserver
-from voicelab.pipeline import PipelineConfig, _turn_strategies, _vad
+from voicelab.pipeline import PipelineConfig, _turn_strategies, _vad, build_core
 from voicelab.stt_pocketsphinx import PocketsphinxSTTService
 from voicelab.transport import AudibleTracker
-from voicelab.tts_piper import PiperTTSService
 from voicelab.web.live import CanvasView, live_latency
 
 K = EventKind
@@ -392,27 +386,11 @@ async def build_live_pipeline(session: Session, transport: Any) -> Any:
     session.engine, session.voice = await session.pool.get(cfg)
     sr = cfg.sample_rate
     stt = PocketsphinxSTTService(decoder=None, sample_rate=sr)  # its own decoder: one utterance at a time
-    context = LLMContext()
     # the VAD and smart-turn models load in a thread: other sessions' audio keeps flowing meanwhile
     vad, strategies = await asyncio.to_thread(lambda: (_vad(cfg), _turn_strategies(cfg)))
-    user_agg, asst_agg = LLMContextAggregatorPair(
-        context,
-        user_params=LLMUserAggregatorParams(vad_analyzer=vad, user_turn_strategies=strategies,
-                                            user_turn_stop_timeout=3.0),
-    )
-    llm = EngineLLMService(session.engine, log)
-    gate = GateProcessor(log, cfg.policy, cfg.shaper,
-                         tool_handler=lambda call, _turn: llm.remember_tool_call(call.raw))
-    tts = PiperTTSService(voice=session.voice, log=log, sample_rate=sr, keep_leading_ms=cfg.keep_leading_ms)
+    core = build_core(cfg, log, engine=session.engine, voice=session.voice, vad=vad, strategies=strategies)
     playout = LivePlayout(log, sr, on_words=session.canvas.spoken_words)
-
-    @asst_agg.event_handler("on_assistant_turn_stopped")
-    async def _on_assistant_turn_stopped(_agg: Any, message: Any) -> None:
-        log.log(K.CONTEXT_UPDATE, log.request_turn,
-                {"content": message.content, "interrupted": bool(message.interrupted)})
-
-    pipeline = Pipeline([transport.input(), stt, user_agg, llm, gate, tts, transport.output(), playout,
-                         asst_agg])
+    pipeline = Pipeline([transport.input(), stt, *core.middle, transport.output(), playout, core.asst_agg])
     return PipelineWorker(
         pipeline, params=PipelineParams(audio_in_sample_rate=sr, audio_out_sample_rate=sr),
         observers=[EventObserver(log), session.page_observer], idle_timeout_secs=None, enable_rtvi=False,
