@@ -62,6 +62,16 @@ K = EventKind
 
 # ---- the recording ------------------------------------------------------------------------------------
 
+
+def turn_at(marks: list[tuple[int, int]], t_s: float, sr: int) -> int:
+    """The reply turn whose playout mark (sample, turn) is the last one at or before t_s (-1 before any)."""
+    sample = int(t_s * sr)
+    turn = -1
+    for s, tr in marks:
+        if s <= sample + sr // 10:  # marks precede their audio's onset by the leading silence
+            turn = tr
+    return turn
+
 class CallRecorder:
     """Stereo call audio on the call clock: left = caller as played in, right = bot as heard (int16)."""
 
@@ -512,12 +522,7 @@ class RecordingOutput(BaseOutputTransport):
             self._on_audible(ev)
 
     def _turn_for(self, t_s: float) -> int:
-        sample = int(t_s * self.sr)
-        turn = -1
-        for s, tr in self._turn_at:
-            if s <= sample + self.sr // 10:  # marks precede their audio's onset by the leading silence
-                turn = tr
-        return turn
+        return turn_at(self._turn_at, t_s, self.sr)
 
     def _on_audible(self, ev: AudibleEvent) -> None:
         t_ns = int(ev.t_s * 1e9)

@@ -57,7 +57,7 @@ from voicelab.llm_service import EngineLLMService, SnapshotFrame
 from voicelab.observers import CallLog, EventObserver
 from voicelab.pipeline import PipelineConfig, _turn_strategies, _vad, build_core
 from voicelab.stt_pocketsphinx import PocketsphinxSTTService
-from voicelab.transport import AudibleTracker
+from voicelab.transport import AudibleTracker, turn_at
 from voicelab.web.live import CanvasView, live_latency
 
 K = EventKind
@@ -256,12 +256,7 @@ class LivePlayout(FrameProcessor):
             self._on_audible(ev.kind, ev.t_s)
 
     def _turn_for(self, t_s: float) -> int:
-        sample = int(t_s * self.sr)
-        turn = -1
-        for s, tr in self._turn_at:
-            if s <= sample + self.sr // 10:  # marks precede their audio's onset by the leading silence
-                turn = tr
-        return turn
+        return turn_at(self._turn_at, t_s, self.sr)
 
     def _on_audible(self, kind: str, t_s: float) -> None:
         turn = self._turn_for(t_s)
