@@ -28,6 +28,7 @@ from engines.evaluate import evaluate, heldout_examples
 DEFAULT_RUNS = [
     ("diffusion", "threshold", {}),
     ("diffusion", "threshold", {"cache": "none"}),
+    ("diffusion", "threshold", {"block_size": 8, "steps_per_block": 4}),
     ("diffusion", "threshold", {"block_size": 48}),
     ("diffusion", "low_confidence", {}),
     ("diffusion", "revising", {}),

@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> None:
     run_training(ar, data, cfg.ar_steps, cfg.ar_lr, cfg.batch, cfg.seed, "ar", tok.tok.token_to_id("<|pad|>"),
                  tok.mask_id, log)
     ar_s = time.monotonic() - t0
-    extra = {"voicelab": {"canvas": cfg.canvas, "block_size": 16, "steps_per_block": 8}}
+    extra = {"voicelab": {"canvas": cfg.canvas, "block_size": 24, "steps_per_block": 12}}
     save(ar, tok, cfg_out(a.out, "ar"), extra_config=extra)
     # diffusion: same weights, bidirectional attention, shifted logits
     dc = ModelConfig.from_dict(mc.to_dict() | {"causal": False, "logits_shift": True})
