@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated
 
-import typer
+# pipecat logs a banner and every frame decision through loguru's default handler; the command
+# line keeps warnings and errors (set LOGURU_LEVEL=DEBUG to see everything)
+os.environ.setdefault("LOGURU_LEVEL", "WARNING")
 
-from voicelab import report_cli, run_cli
-from voicelab.fixtures_cli import fixtures_app
-from voicelab.web import serve_cli
+import typer  # noqa: E402
+
+from voicelab import report_cli, run_cli  # noqa: E402
+from voicelab.fixtures_cli import fixtures_app  # noqa: E402
+from voicelab.web import serve_cli  # noqa: E402
 
 app = typer.Typer(help="voicelab: a voice-agent latency lab for diffusion text engines.", no_args_is_help=True,
                   pretty_exceptions_enable=False, add_completion=False)
