@@ -180,9 +180,9 @@ def readback_phone(r: random.Random) -> Example:
 
 def readback_booking(r: random.Random) -> Example:
     day, time, name, service = _booking_slots(r)
-    first = book(random.Random(r.random()))
-    first.messages[0]["content"] = f"i would like to book {service} on {day} at {time} my name is {name}"
-    msgs = [first.messages[0], {"role": "assistant", "content": _book_reply(day, time, name, service)},
+    r.random()  # one draw kept so the corpus stays byte-identical to the one the shipped weights saw
+    ask = {"role": "user", "content": f"i would like to book {service} on {day} at {time} my name is {name}"}
+    msgs = [ask, {"role": "assistant", "content": _book_reply(day, time, name, service)},
             {"role": "user", "content": r.choice(["can you read that back to me", "can you repeat the booking",
                                                   "sorry can you confirm that", "what did you book for me"])}]
     reply = f"of course. {service} for {name} on {day} at {time}, at {B.ADDRESS.lower()}."
