@@ -148,6 +148,10 @@ class Engine:
             pass
         return "" if gen.last is None else gen.last.text()
 
+    def warm_up(self) -> None:
+        """One throwaway answer, so no caller pays for torch's first-use costs."""
+        self.answer([{"role": "user", "content": "hello"}])
+
     def close(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)
 

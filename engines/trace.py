@@ -159,6 +159,9 @@ class ReplayEngine:
         self._next += 1
         return ReplayGeneration(g, self.speed)
 
+    def warm_up(self) -> None:
+        pass  # a recording has no first-use cost
+
     def close(self) -> None:
         pass
 

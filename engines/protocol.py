@@ -1,0 +1,57 @@
+"""The engine protocol: the one contract every text engine meets (DESIGN.md §1).
+
+Implemented by `engines.engine.Engine` (the tiny and real checkpoints), `engines.trace.ReplayEngine`
+and every engine to come (HTTP clients, timing profiles). The voice pipeline, the web demo and the
+run writer use only these members, so nothing probes an engine with getattr.
+
+Plain Python, no torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from engines.snapshot import Snapshot
+
+
+@runtime_checkable
+class GenerationLike(Protocol):
+    """One answer being generated: iterate it (sync or async); pin() and cancel() from anywhere."""
+
+    def pin(self, n: int) -> None:
+        """The first n generated tokens are final: the engine never changes them again."""
+
+    def cancel(self) -> None:
+        """Stop within one step (HTTP engines: close the stream)."""
+
+    @property
+    def cancelled(self) -> bool: ...
+
+    def __iter__(self) -> Iterator[Snapshot]: ...
+
+    def __aiter__(self) -> AsyncIterator[Snapshot]: ...
+
+
+@runtime_checkable
+class EngineLike(Protocol):
+    """A text engine: a chat in, snapshots out."""
+
+    name: str  # which model ("diffusion", a folder name, "replay:…", "openai:MODEL", "profile:NAME")
+    sampler: str  # which decoding ("threshold", "autoregressive", "replay", "stream", …)
+
+    @property
+    def kind(self) -> str:
+        """'diffusion', 'autoregressive' or 'replay': what its snapshots may do (revise or only append)."""
+
+    def describe(self) -> dict[str, Any]:
+        """Everything needed to repeat a run with this engine (written to config.json; never secrets)."""
+
+    def generate(self, messages: Sequence[dict[str, str]], **overrides: object) -> GenerationLike:
+        """Start one answer to a chat (role/content messages)."""
+
+    def warm_up(self) -> None:
+        """Pay one-time costs (first forward, connection) before a call starts; may do nothing."""
+
+    def close(self) -> None:
+        """Release threads, sockets, memory."""
