@@ -1,0 +1,100 @@
+"""Whisper tiny.en from the packaged weights: one bundled fixture clip, and the streaming helper."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from voicelab.fixtures import FIXTURES_ROOT, load_fixture
+from voicelab.speech.streaming import StreamingWhisper
+from voicelab.speech.wer import word_error_rate
+from voicelab.speech.whisper import RecognizerError, Transcript, WhisperRecognizer, packaged_model_path
+
+# Loose: tiny.en gets this clip right here; the bound leaves room for one wrong word of eight.
+MAX_WER = 0.2
+
+
+@pytest.fixture(scope="module")
+def recognizer() -> WhisperRecognizer:
+    return WhisperRecognizer(cpu_threads=2)
+
+
+@pytest.fixture(scope="module")
+def clip() -> tuple[np.ndarray, str]:
+    fx = load_fixture(FIXTURES_ROOT / "single_question", sample_rate=16000)
+    return fx.turns[0].audio, fx.turns[0].text
+
+
+def test_packaged_model_transcribes_a_fixture_clip(recognizer: WhisperRecognizer,
+                                                   clip: tuple[np.ndarray, str]) -> None:
+    audio, text = clip
+    t = recognizer.transcribe(audio)
+    assert word_error_rate(text, t.text) <= MAX_WER, t
+    assert t.text == t.text.lower() and "?" not in t.text  # normalised like the callers' text
+    assert t.ms > 0 and t.audio_s == pytest.approx(audio.size / 16000)
+    # the stock 30 s window reads the same words
+    assert word_error_rate(text, recognizer.transcribe_stock(audio).text) <= MAX_WER
+
+
+def test_bad_model_folder_and_audio_are_named(tmp_path, recognizer: WhisperRecognizer) -> None:
+    with pytest.raises(RecognizerError, match="model.bin is missing"):
+        WhisperRecognizer(tmp_path)
+    with pytest.raises(RecognizerError, match="shape"):
+        recognizer.transcribe(np.zeros((2, 100), np.float32))
+    assert (packaged_model_path() / "model.bin").is_file()
+
+
+def test_streaming_partials_then_final(recognizer: WhisperRecognizer, clip: tuple[np.ndarray, str]) -> None:
+    audio, text = clip
+    partials: list[Transcript] = []
+    finals: list[Transcript] = []
+    got_final = threading.Event()
+    sw = StreamingWhisper(recognizer, partial_every_s=0.5, on_partial=partials.append,
+                          on_final=lambda t: (finals.append(t), got_final.set()))
+    try:
+        sw.start()
+        step = 1600  # 100 ms chunks, fed at twice real time
+        for i in range(0, audio.size, step):
+            sw.feed(audio[i:i + step])
+            time.sleep(0.05)
+        final = sw.finish().result(timeout=30)
+        assert got_final.wait(timeout=5)
+        assert partials, "no partial pass ran while the audio came in"
+        assert all(p.audio_s < final.audio_s for p in partials)
+        assert final.audio_s == pytest.approx(audio.size / 16000)
+        assert word_error_rate(text, final.text) <= MAX_WER, final
+        assert finals == [final]
+        assert sw.partial is not None and sw.passes >= 2
+    finally:
+        sw.close()
+
+
+def test_final_reuses_a_pass_that_covers_all_the_audio(recognizer: WhisperRecognizer,
+                                                       clip: tuple[np.ndarray, str]) -> None:
+    audio, text = clip
+    sw = StreamingWhisper(recognizer, partial_every_s=0.5)
+    try:
+        sw.start()
+        sw.feed(audio)  # one chunk: a partial pass over all of it starts at once
+        final = sw.finish().result(timeout=30)
+        assert sw.passes == 1
+        assert word_error_rate(text, final.text) <= MAX_WER
+    finally:
+        sw.close()
+
+
+def test_results_of_a_replaced_utterance_are_dropped(recognizer: WhisperRecognizer,
+                                                     clip: tuple[np.ndarray, str]) -> None:
+    audio, _ = clip
+    sw = StreamingWhisper(recognizer, partial_every_s=0.5)
+    try:
+        sw.start()
+        sw.feed(audio)
+        sw.start()  # the caller's next utterance before the pass lands
+        sw.close()  # waits for the pass in flight
+        assert sw.partial is None and sw.passes == 0
+    finally:
+        sw.close()
