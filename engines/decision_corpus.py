@@ -1,0 +1,323 @@
+"""Labelled caller utterances for the decision model's two typed questions.
+
+- `turn_complete`: is the caller's turn complete (answer: yes) or cut off and likely to go on
+  (no)? Complete: questions and requests from the call-centre corpus (engines/corpus.py) and
+  our own templates, bare answers (names, digits, "yes", "no", "okay"), closings ("thank you
+  goodbye"). Cut off: the same sentences stopped after a word that cannot end a sentence (a
+  preposition, article, conjunction, "my name is"), phone and order numbers stopped half way,
+  filler starts ("um so i wanted to"), and an empty transcript.
+- `interruption`: the bot is talking and paused at the caller's voice; are the words heard so
+  far a real interruption (yes: a correction, "wait", a new request, or the start of one) or not
+  (no: a backchannel like "mm hmm", or recogniser noise like "", "the", "uh")?
+
+Text then passes through recogniser-like noise (dropped, substituted, repeated words, fillers,
+digits said as words) and `transcript_norm.normalize`, so the model holds on imperfect
+transcripts. The last word is never touched: it is what decides a cut-off. The held-out split
+uses other seeds and also draws from templates the training split never sees (`novel` marks them).
+
+    python -m engines.decision_corpus --n 20 --seed 0
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from dataclasses import asdict, dataclass
+
+from engines import business as B
+from engines import corpus
+from engines.transcript_norm import normalize
+
+TASKS = ("turn_complete", "interruption")
+SPLITS = ("train", "heldout")
+
+
+@dataclass(frozen=True)
+class Utterance:
+    task: str
+    text: str  # normalized transcript
+    answer: bool
+    kind: str  # what made the label, e.g. "question", "cut_article", "backchannel"
+    context: str = ""  # the bot's last line (turn_complete) or the line it was speaking (interruption)
+    novel: bool = False  # drawn from a template only the held-out split uses
+
+
+# words after which an English sentence cannot end: the caller has more to say
+CUT_WORDS: dict[str, str] = {
+    **{w: "cut_preposition" for w in ("on", "at", "for", "to", "in", "with", "about", "from", "of", "under")},
+    **{w: "cut_article" for w in ("a", "an", "the", "my", "your", "some")},
+    **{w: "cut_conjunction" for w in ("and", "but", "or", "so", "because", "if", "then")},
+    **{w: "cut_verb" for w in ("is", "are", "would", "could", "can", "need", "want", "like", "get", "book",
+                               "check", "move", "change", "i")},
+}
+
+# the corpus's in-domain requests: whole sentences with known meaning (its off-topic and garbled
+# sentences are left out: whether a garble is a finished turn is not something we can label)
+CORPUS_INTENTS = ("greeting", "hours", "address", "book", "book_ask_name", "book_name_followup", "reschedule",
+                  "cancel", "order_status", "readback_phone", "readback_booking", "small_talk", "goodbye")
+NEW_NAMES = ("priya", "tom", "wendy", "omar", "lucy", "raj", "sofia", "henry", "mei", "pablo")
+
+# (train templates, held-out-only templates); {day} {time} {name} {service} {num} are filled in
+QUESTIONS = ([
+    "do you sell helmets", "how much is {service}", "can i bring my bike in on {day}",
+    "do you have any kids bikes in stock", "is there parking near the shop", "do you take credit cards",
+    "how long does {service} take", "can i drop my bike off on {day} morning", "are you open on public holidays",
+    "do you do {service} while i wait", "i need {service} for my road bike", "can someone look at my brakes",
+    "is my bike ready", "i would like to speak to a mechanic", "can i pick up my bike on {day} at {time}",
+    "please book me in for {service}", "i want to buy a new chain", "do you rent bikes",
+], [
+    "do you sell electric bikes", "what does {service} cost", "could i come in on {day} after work",
+    "have you got inner tubes for a mountain bike", "do you fix punctures on the spot",
+    "can you order a part for me", "i would like to book {service} for my daughter",
+    "when will my bike be finished", "is it possible to come in on {day} at {time}",
+])
+CLOSINGS = ([
+    "thank you goodbye", "thanks bye", "that is all thank you", "okay thanks", "no that is it thanks",
+    "great thanks a lot", "bye bye", "have a nice day", "thank you very much", "perfect thank you",
+    "okay bye", "cheers bye",
+], ["thanks so much take care", "alright thank you bye now", "that is everything thanks", "lovely thank you"])
+SHORT_ANSWERS = ([
+    "yes", "no", "okay", "sure", "yes please", "no thanks", "that is right", "that works", "correct",
+    "yeah that is fine", "sounds good", "yeah", "no that is wrong", "yes that is correct", "fine",
+], ["yep", "absolutely", "nope", "that is perfect", "of course", "go ahead"])
+NAME_ANSWERS = (["{name}", "it is {name}", "the name is {name}", "my name is {name}", "put it under {name}",
+                 "{name} please"], ["it is for {name}", "you can put {name}", "under {name} please"])
+NUMBER_ANSWERS = (["{num}", "it is {num}", "my number is {num}", "the order number is {num}",
+                   "order {num}", "my phone number is {num}"],
+                  ["the number is {num}", "you can reach me on {num}", "it should be {num}"])
+# the caller will go on: these openings stop before anything is asked
+FILLER_STARTS = ([
+    "um so i wanted to", "so i was wondering if", "yeah hi i was calling about", "i need to", "could you",
+    "and also", "um", "uh", "so", "well", "the thing is", "i was just going to ask", "hi yes i wanted to ask",
+    "okay so um", "right so", "what i need is", "i was hoping to", "can you tell me",
+], ["um i was going to", "yes hello i am calling because", "so basically", "and um", "hi so i just"])
+BOT_QUESTIONS = (
+    "what name should i put it under?", "is that right?", "can i help with anything else?",
+    "shall i book that for you?", "what is your phone number?", "what is your order number?",
+    "which day works for you?", "does that time suit you?",
+)
+BACKCHANNELS = ([
+    "mm hmm", "uh huh", "right", "okay", "yeah", "yes", "sure", "mhm", "okay okay", "yeah yeah", "mm",
+    "uh huh yeah", "right right", "okay yeah", "yes yes", "hmm", "ah okay", "alright",
+], ["i see", "got it", "yep", "oh okay", "mm hmm right", "cool", "great"])
+NOISE = ([
+    "", "the", "uh", "um", "a", "hm", "ah", "oh", "and", "it", "in", "i", "huh", "the the", "uh the", "a a",
+    "on", "eh",
+], ["of", "he", "an", "um uh", "to"])
+CORRECTIONS = ([
+    "no wait i meant {day}", "no {day} not {day2}", "sorry i said {time}", "actually make it {day}",
+    "no it is {name}", "that is wrong", "no that is not right", "wait that is not my number", "no no",
+    "no", "wait", "stop", "hold on", "hang on", "excuse me", "sorry what was that", "can you repeat that",
+    "sorry", "what", "no i said {name}", "not {day} {day2}", "wait wait", "hold on a second", "no sorry",
+    "actually can we do {time} instead", "that is not what i asked", "stop please", "can i say something",
+], [
+    "no no i meant {time}", "hang on that is wrong", "sorry can i change that", "wait a moment",
+    "pardon", "just a second", "nope {day}", "let me stop you there",
+])
+
+_OPENERS = {"hi", "hello", "um", "uh", "yeah", "okay", "hey"}
+_SUBSTITUTES = ("a", "the", "in", "and", "it", "uh", "on", "to", "is", "i", "you", "for", "that")
+_NUM_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+_TENS = {"1 0": "ten", "1 1": "eleven", "1 2": "twelve", "3 0": "thirty"}
+
+
+def _pick(r: random.Random, pair: tuple[list[str], list[str]], split: str) -> tuple[str, bool]:
+    """A template: train uses the first list; held-out also the second, with a quarter of its draws."""
+    if split == "heldout" and r.random() < 0.25:
+        return r.choice(pair[1]), True
+    return r.choice(pair[0]), False
+
+
+def _fill(r: random.Random, template: str, split: str) -> str:
+    names = NEW_NAMES if split == "heldout" and r.random() < 0.3 else B.NAMES
+    day, day2 = r.sample(B.DAYS, 2)
+    num = " ".join(r.choice("0123456789") for _ in range(r.choice((5, 7))))
+    return template.format(day=day, day2=day2, time=r.choice(B.TIMES), name=r.choice(names),
+                           service=r.choice(B.SERVICES), num=num)
+
+
+def _bot_line(r: random.Random) -> str:
+    """Something the bot says: an agent reply from the call-centre corpus, its tool call removed."""
+    reply = corpus.GENERATORS[r.choice(CORPUS_INTENTS)](r).reply
+    return reply.split("] ", 1)[1] if reply.startswith("[") else reply
+
+
+def _corpus_turn(r: random.Random) -> tuple[str, str]:
+    """A caller utterance from the call-centre corpus, with the bot line before it (or none)."""
+    e = corpus.GENERATORS[r.choice(CORPUS_INTENTS)](r)
+    ctx = e.messages[-2]["content"] if len(e.messages) > 1 else ""
+    return e.messages[-1]["content"], ctx
+
+
+def _complete(r: random.Random, split: str) -> tuple[str, str, str, bool]:
+    """(text, kind, context, novel) of a complete turn."""
+    roll = r.random()
+    if roll < 0.35:
+        text, ctx = _corpus_turn(r)
+        return text, "request", ctx, False
+    if roll < 0.55:
+        t, novel = _pick(r, QUESTIONS, split)
+        return _fill(r, t, split), "question", "", novel
+    if roll < 0.67:
+        t, novel = _pick(r, CLOSINGS, split)
+        return t, "closing", _bot_line(r) if r.random() < 0.5 else "", novel
+    if roll < 0.8:
+        t, novel = _pick(r, SHORT_ANSWERS, split)
+        return t, "short_answer", r.choice(BOT_QUESTIONS) if r.random() < 0.7 else "", novel
+    if roll < 0.9:
+        t, novel = _pick(r, NAME_ANSWERS, split)
+        return _fill(r, t, split), "name", BOT_QUESTIONS[0] if r.random() < 0.7 else "", novel
+    t, novel = _pick(r, NUMBER_ANSWERS, split)
+    return _fill(r, t, split), "number", r.choice(BOT_QUESTIONS[4:6]) if r.random() < 0.6 else "", novel
+
+
+def _cut(r: random.Random, text: str) -> tuple[str, str] | None:
+    """Stop a complete sentence after a word it cannot end on, or half way through a long number."""
+    w = text.split()
+    # a run of 5+ digits is a phone or order number: stopping inside it leaves it unfinished
+    digit_cuts = [i for i in range(1, len(w)) if w[i - 1].isdigit() and w[i].isdigit() and _run_len(w, i) >= 5]
+    word_cuts = [i for i in range(1, len(w)) if w[i - 1] in CUT_WORDS]
+    if digit_cuts and r.random() < 0.5:
+        i = r.choice(digit_cuts)
+        return " ".join(w[:i]), "cut_number"
+    if word_cuts:
+        i = r.choice(word_cuts)
+        return " ".join(w[:i]), CUT_WORDS[w[i - 1]]
+    return None
+
+
+def _run_len(w: list[str], i: int) -> int:
+    """Length of the digit run that covers position i."""
+    a = i
+    while a > 0 and w[a - 1].isdigit():
+        a -= 1
+    b = i
+    while b < len(w) and w[b].isdigit():
+        b += 1
+    return b - a
+
+
+def _incomplete(r: random.Random, split: str) -> tuple[str, str, str, bool]:
+    roll = r.random()
+    if roll < 0.15:
+        t, novel = _pick(r, FILLER_STARTS, split)
+        return t, "filler_start", "", novel
+    if roll < 0.2:
+        return r.choice(("my name is", "the name is", "it is", "my number is", "my phone number is",
+                         "the order number is")), "cut_verb", r.choice(BOT_QUESTIONS[:1] + BOT_QUESTIONS[4:6]), False
+    if roll < 0.23:
+        return "", "empty", "", False
+    for _ in range(20):
+        text, kind, ctx, novel = _complete(r, split)
+        if kind in ("short_answer", "closing"):
+            continue
+        cut = _cut(r, text)
+        if cut:
+            return cut[0], cut[1], ctx, novel
+    return "um", "filler_start", "", False
+
+
+def _interrupt(r: random.Random, split: str) -> tuple[str, str, bool]:
+    roll = r.random()
+    if roll < 0.5:
+        t, novel = _pick(r, CORRECTIONS, split)
+        return _fill(r, t, split), "correction", novel
+    text, _ = _corpus_turn(r) if roll < 0.8 else (_fill(r, _pick(r, QUESTIONS, split)[0], split), "")
+    w = text.split()
+    lead = 0
+    while lead < len(w) - 2 and w[lead] in _OPENERS:
+        lead += 1
+    # the words heard so far: a request may still be coming in, but two words of it (past any
+    # "yeah hi", which alone is a backchannel) already make an interruption
+    k = r.randint(min(lead + 2, len(w)), len(w))
+    return " ".join(w[:k]), "new_request", False
+
+
+def _not_interrupt(r: random.Random, split: str) -> tuple[str, str, bool]:
+    if r.random() < 0.65:
+        t, novel = _pick(r, BACKCHANNELS, split)
+        return t, "backchannel", novel
+    t, novel = _pick(r, NOISE, split)
+    return t, "noise", novel
+
+
+def _spoken_numbers(r: random.Random, words: list[str]) -> list[str]:
+    """Digits said as words, as a recogniser writes them ("ten thirty", "five five five", "oh")."""
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        pair = " ".join(words[i:i + 2])
+        if pair in _TENS and r.random() < 0.7:
+            out.append(_TENS[pair])
+            i += 2
+            continue
+        w = words[i]
+        if w.isdigit():
+            out.append("oh" if w == "0" and r.random() < 0.3 else _NUM_WORDS[int(w)])
+        else:
+            out.append(w)
+        i += 1
+    return out
+
+
+def add_noise(r: random.Random, text: str) -> str:
+    """Recogniser-like damage: dropped, substituted and repeated words, fillers; the last word is kept."""
+    w = normalize(text).split()
+    if not w:
+        return ""
+    if r.random() < 0.4:
+        w = _spoken_numbers(r, w)
+    last, body = w[-1], w[:-1]
+    out: list[str] = []
+    for x in body:
+        p = r.random()
+        if p < 0.04:
+            continue  # dropped
+        if p < 0.08:
+            out.append(r.choice(_SUBSTITUTES))
+        elif p < 0.10:
+            out += [x, x]  # a stutter or a doubled recognition
+        else:
+            out.append(x)
+        if r.random() < 0.03:
+            out.append(r.choice(("um", "uh")))
+    return " ".join(out + [last])
+
+
+def _item(r: random.Random, task: str, split: str) -> Utterance:
+    if task == "turn_complete":
+        answer = r.random() < 0.5
+        text, kind, ctx, novel = (_complete if answer else _incomplete)(r, split)
+    else:
+        answer = r.random() < 0.5
+        text, kind, novel = (_interrupt if answer else _not_interrupt)(r, split)
+        ctx = _bot_line(r) if r.random() < 0.7 else ""
+    # short fixed phrases ("mm hmm", "the") are what a recogniser gives for them: light noise only
+    noisy = add_noise(r, text) if len(text.split()) > 2 and r.random() < 0.7 else normalize(text)
+    return Utterance(task, noisy, answer, kind, normalize(ctx), novel)
+
+
+def generate(n: int, seed: int, split: str = "train", tasks: tuple[str, ...] = TASKS) -> list[Utterance]:
+    """n labelled utterances, reproducible from the seed, tasks taking turns."""
+    if split not in SPLITS:
+        raise ValueError(f"split {split!r}: expected one of {SPLITS}")
+    bad = [t for t in tasks if t not in TASKS]
+    if bad:
+        raise ValueError(f"task {bad[0]!r}: expected one of {TASKS}")
+    r = random.Random(seed)
+    return [_item(r, tasks[i % len(tasks)], split) for i in range(n)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description="Print labelled decision utterances as JSON lines.")
+    ap.add_argument("--n", type=int, default=20)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--split", choices=SPLITS, default="train")
+    a = ap.parse_args()
+    for u in generate(a.n, a.seed, a.split):
+        print(json.dumps(asdict(u)))
+
+
+if __name__ == "__main__":
+    main()
