@@ -248,7 +248,8 @@ def _spoken_numbers(r: random.Random, words: list[str]) -> list[str]:
     i = 0
     while i < len(words):
         pair = " ".join(words[i:i + 2])
-        if pair in _TENS and r.random() < 0.7:
+        # "ten thirty" for times; phone and order numbers (5+ digits) are said digit by digit
+        if pair in _TENS and _run_len(words, i) < 5 and r.random() < 0.7:
             out.append(_TENS[pair])
             i += 2
             continue
@@ -272,6 +273,8 @@ def add_noise(r: random.Random, text: str) -> str:
     out: list[str] = []
     for x in body:
         p = r.random()
+        if x.isdigit() or x in _NUM_WORDS or x == "oh":
+            p = 1.0  # digits are kept: how many were said decides whether a number is finished
         if p < 0.04:
             continue  # dropped
         if p < 0.08:

@@ -1,0 +1,190 @@
+"""When to end the caller's turn, and what to do with a paused bot: two pure rules.
+
+Plain Python (no torch), so the pipeline, the tests and an analysis notebook share one copy.
+
+Turn end (`decide_turn`), re-scored every 100 ms as the silence after the caller's speech grows.
+Each evidence source gives P(the turn is complete): smart-turn from the audio (prosody), the
+decision model from the words. The rule turns them into a *required silence*, the silence after
+which the turn ends, and ends the turn once the silence reaches it:
+
+| evidence | required silence |
+|---|---|
+| both sources say complete (P ≥ 0.5) | `floor_ms` (200) |
+| only one source available, it says complete with P ≥ `sure` (0.85) | `single_sure_ms` (400) |
+| the sources disagree; one says complete with P ≥ `sure`, the other does not firmly deny it (P > `veto`, 0.15) | `medium_ms` (600) |
+| the sources disagree otherwise; or one source only, complete with P < `sure` | `disputed_ms` (1200) |
+| the audio says complete but the words firmly say cut off (text P ≤ `veto`) | `vetoed_ms` (2000) |
+| no source says complete, or none is available | `cap_ms` (2500) |
+
+Why these numbers (principles, not fitted to the bundled audio):
+- `floor_ms` 200: a within-sentence pause (a breath, a comma) is commonly 150–250 ms; no
+  evidence ends a turn inside one. The VAD's own hold (`stop_secs`) comes before this silence.
+- Two independent sources that agree are wrong together far less often than one: end at once.
+- One confident source against an undecided other: wait about the length of a hesitation
+  pause (~0.5 s) so a caller who was only thinking gets to go on.
+- A firm "incomplete" from the words ("i would like to book a") outweighs falling intonation:
+  the grammar of a cut-off is near-certain evidence, prosody on a cut-off is not; a thinking
+  pause mid-sentence can last 1–2 s, so such a turn waits `vetoed_ms`. The reverse (the audio
+  firmly unfinished, the words sure) only waits `disputed_ms`: smart-turn is known to judge
+  short closings ("okay thanks goodbye") unfinished, which is what set our p95.
+- `cap_ms` 2500: a caller silent for 2.5 s after unfinished-sounding words is usually waiting
+  (LiveKit's maximum endpointing delay is 2.5–3 s). Between `disputed_ms` and `cap_ms` lies the
+  cost of a false cut-in, which is worse for a caller than a slow reply.
+Given the same scores, the decision is monotone in silence: END at t means END at every t' > t.
+
+Paused bot (`decide_interruption`): the bot paused its audio at the caller's voice; each time the
+words, the decision model's verdict or the clock change, decide STOP (a real interruption: stop
+for good), RESUME (a backchannel, a cough, nothing: continue where it paused) or WAIT:
+
+1. STOP when the decision model says "interruption" with P ≥ `stop_p` (0.7) on non-empty words.
+2. STOP when `safety_words` (5) words have been heard whatever the model says: nobody
+   backchannels in five words, and a model error must not let the bot talk over a caller.
+3. While the caller is still speaking, WAIT (a backchannel is over in well under a second; the
+   words so far may be the start of "no wait ..."), up to `max_hold_ms` (2000) after the pause;
+   then STOP if any words were recognised (someone talking that long means it), else RESUME
+   (speech without words: background talk or noise).
+4. The caller has stopped: RESUME once `settle_ms` (250) have passed since the pause if there are
+   no words or the model says "not an interruption"; with words the model is unsure about, WAIT
+   for a later transcript until `resume_ms` (600) and then follow the model's answer. 600 ms is
+   the resume-gap target of issue 11: after that the pause itself becomes the defect.
+For fixed inputs the outcome is monotone in time: once STOP or RESUME at t, the same at t' > t.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class TurnAction(Enum):
+    END = "end"
+    WAIT = "wait"
+
+
+class PauseAction(Enum):
+    STOP = "stop"
+    RESUME = "resume"
+    WAIT = "wait"
+
+
+@dataclass(frozen=True)
+class TurnThresholds:
+    floor_ms: float = 200.0
+    medium_ms: float = 600.0
+    single_sure_ms: float = 400.0
+    disputed_ms: float = 1200.0
+    vetoed_ms: float = 2000.0
+    cap_ms: float = 2500.0
+    sure: float = 0.85  # P(complete) that counts as a confident "complete"
+    veto: float = 0.15  # P(complete) at or below which a source firmly says "incomplete"
+
+    def __post_init__(self) -> None:
+        order = (self.floor_ms, self.single_sure_ms, self.medium_ms, self.disputed_ms, self.vetoed_ms,
+                 self.cap_ms)
+        if list(order) != sorted(order) or self.floor_ms < 0:
+            raise ValueError(f"turn thresholds must satisfy 0 <= floor <= single_sure <= medium <= disputed "
+                             f"<= vetoed <= cap, got {order}")
+        if not 0.5 <= self.sure <= 1.0 or not 0.0 <= self.veto < 0.5:
+            raise ValueError(f"turn thresholds: sure must be in [0.5, 1] and veto in [0, 0.5), got "
+                             f"sure={self.sure} veto={self.veto}")
+
+
+@dataclass(frozen=True)
+class TurnDecision:
+    action: TurnAction
+    required_ms: float  # the silence at which these scores end the turn
+    reason: str
+
+
+def text_p_complete(answer: bool, confidence: float) -> float:
+    """P(complete) from a decision model verdict on the `turn_complete` task."""
+    return confidence if answer else 1.0 - confidence
+
+
+def required_silence_ms(audio_p: float | None, text_p: float | None,
+                        th: TurnThresholds = TurnThresholds()) -> tuple[float, str]:
+    """The silence after which the turn ends, given P(complete) from audio and from text."""
+    ps = [p for p in (audio_p, text_p) if p is not None]
+    for p in ps:
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"P(complete) must be in [0, 1], got {p}")
+    if not ps:
+        return th.cap_ms, "no evidence"
+    if len(ps) == 1:
+        if ps[0] >= th.sure:
+            return th.single_sure_ms, "one source, sure: complete"
+        return (th.disputed_ms, "one source, unsure: complete") if ps[0] >= 0.5 else (th.cap_ms, "one source: incomplete")
+    a, t = ps
+    if a >= 0.5 and t >= 0.5:
+        return th.floor_ms, "audio and text agree: complete"
+    if a < 0.5 and t < 0.5:
+        return th.cap_ms, "audio and text: incomplete"
+    if t <= th.veto:
+        return th.vetoed_ms, "the words are cut off, the audio sounds complete"
+    if max(a, t) >= th.sure and min(a, t) > th.veto:
+        return th.medium_ms, "one source sure, the other undecided"
+    return th.disputed_ms, "sources disagree"
+
+
+def decide_turn(silence_ms: float, audio_p: float | None, text_p: float | None,
+                th: TurnThresholds = TurnThresholds()) -> TurnDecision:
+    """END or WAIT after `silence_ms` of caller silence; audio_p: smart-turn's P(complete) or None;
+    text_p: the decision model's P(complete) on the current transcript (`text_p_complete`) or None."""
+    need, why = required_silence_ms(audio_p, text_p, th)
+    return TurnDecision(TurnAction.END if silence_ms >= need else TurnAction.WAIT, need, why)
+
+
+@dataclass(frozen=True)
+class PauseThresholds:
+    stop_p: float = 0.7  # P(interruption) that stops the bot for good
+    safety_words: int = 5
+    settle_ms: float = 250.0
+    resume_ms: float = 600.0
+    max_hold_ms: float = 2000.0
+
+    def __post_init__(self) -> None:
+        if not 0.5 <= self.stop_p <= 1.0 or self.safety_words < 1:
+            raise ValueError(f"pause thresholds: stop_p must be in [0.5, 1] and safety_words >= 1, got "
+                             f"stop_p={self.stop_p} safety_words={self.safety_words}")
+        if not 0 <= self.settle_ms <= self.resume_ms <= self.max_hold_ms:
+            raise ValueError(f"pause thresholds must satisfy 0 <= settle <= resume <= max_hold, got "
+                             f"{self.settle_ms}, {self.resume_ms}, {self.max_hold_ms}")
+
+
+@dataclass(frozen=True)
+class PauseDecision:
+    action: PauseAction
+    reason: str
+
+
+def decide_interruption(words: str, interruption_p: float | None, since_pause_ms: float, caller_speaking: bool,
+                        th: PauseThresholds = PauseThresholds()) -> PauseDecision:
+    """STOP, RESUME or WAIT for a bot paused at the caller's voice.
+
+    words: the transcript heard since the pause (interim or final); interruption_p: the decision
+    model's P(interruption) on those words (None if not asked yet); since_pause_ms: time since the
+    bot paused; caller_speaking: the VAD still hears the caller.
+    """
+    if interruption_p is not None and not 0.0 <= interruption_p <= 1.0:
+        raise ValueError(f"P(interruption) must be in [0, 1], got {interruption_p}")
+    n = len(words.split())
+    if n and interruption_p is not None and interruption_p >= th.stop_p:
+        return PauseDecision(PauseAction.STOP, "the words are an interruption")
+    if n >= th.safety_words:
+        return PauseDecision(PauseAction.STOP, f"{n} words over the bot")
+    if caller_speaking:
+        if since_pause_ms < th.max_hold_ms:
+            return PauseDecision(PauseAction.WAIT, "caller still speaking")
+        return (PauseDecision(PauseAction.STOP, "caller kept talking with words") if n
+                else PauseDecision(PauseAction.RESUME, "long sound without words"))
+    if since_pause_ms < th.settle_ms:
+        return PauseDecision(PauseAction.WAIT, "settling")
+    if n == 0:
+        return PauseDecision(PauseAction.RESUME, "no words")
+    if interruption_p is not None and interruption_p < 1.0 - th.stop_p:
+        return PauseDecision(PauseAction.RESUME, "backchannel or noise")
+    if since_pause_ms < th.resume_ms:
+        return PauseDecision(PauseAction.WAIT, "unsure: waiting for the transcript")
+    if interruption_p is not None and interruption_p >= 0.5:
+        return PauseDecision(PauseAction.STOP, "unsure, leaning interruption")
+    return PauseDecision(PauseAction.RESUME, "unsure, leaning backchannel")
