@@ -7,8 +7,12 @@ timestamps, no conditioning on earlier text.
 Why it calls CTranslate2 itself instead of `faster_whisper.WhisperModel.transcribe`: faster-whisper
 pads every window's features to 3000 frames (30 s, `pad_or_trim`) whatever `chunk_length` says, and
 encoding 30 s costs ~160 ms of a ~270 ms pass on 2 cores; CTranslate2's Whisper encoder accepts
-shorter inputs, so the window here is fitted to the utterance (its length plus `tail_pad_s` of
-silence, whole seconds), which costs ~10 ms to encode for a 3 s utterance. `fit_window=False` gives
+shorter inputs, so the window here is fitted to the utterance: its length plus `tail_pad_s` of
+silence, but at least `min_window_s`. That floor matters: with windows barely longer than the speech
+tiny.en loses track of where the speech ends and repeats itself ("bye bye bye bye ...": corpus WER
+39 % on the project's 55 turns with a 1 s tail, 30 % with 3 s, 32 % with a 5 s floor, 13 % with a
+10 s floor, 14 % on the full 30 s window; benchmarks/stt_compare.py). A 10 s window encodes in ~20 ms
+instead of ~160 ms on these 2 cores. `fit_window=False` gives
 the stock 30 s window, and `transcribe_stock` runs faster-whisper's own `transcribe` (for comparisons:
 beam size, timestamps, its VAD filter). Output text goes through `recognizer_text` (digits, no
 punctuation), the form the engines' callers write.
@@ -58,7 +62,7 @@ class WhisperRecognizer:
     """One loaded Whisper model; `transcribe` one utterance at a time (not thread-safe: one pass at once)."""
 
     def __init__(self, model_path: Path | str | None = None, *, cpu_threads: int = 2, fit_window: bool = True,
-                 tail_pad_s: float = 1.0, compute_type: str = "int8") -> None:
+                 min_window_s: float = 10.0, tail_pad_s: float = 1.0, compute_type: str = "int8") -> None:
         from faster_whisper import WhisperModel
         from faster_whisper.tokenizer import Tokenizer
         from faster_whisper.transcribe import get_suppressed_tokens
@@ -69,6 +73,7 @@ class WhisperRecognizer:
                 raise RecognizerError(f"{path}: not a CTranslate2 Whisper folder ({name} is missing)")
         self.model_path = path
         self.fit_window = fit_window
+        self.min_window_s = min_window_s
         self.tail_pad_s = tail_pad_s
         self._fw = WhisperModel(str(path), device="cpu", compute_type=compute_type, cpu_threads=cpu_threads)
         multilingual = self._fw.model.is_multilingual
@@ -104,7 +109,7 @@ class WhisperRecognizer:
         feats = self._fw.feature_extractor(audio)  # (80, frames)
         if self.fit_window:
             # whole seconds of frames so that pass costs stay steady; even, as the encoder strides by 2
-            frames = math.ceil(audio.size / SAMPLE_RATE + self.tail_pad_s) * 100
+            frames = math.ceil(max(self.min_window_s, audio.size / SAMPLE_RATE + self.tail_pad_s)) * 100
             frames = min(_WINDOW_FRAMES, max(frames, 100))
         else:
             frames = _WINDOW_FRAMES
