@@ -9,10 +9,11 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from voicelab import analysis, synthetic
+from voicelab.analysis import tables as analysis
 from voicelab.analysis import SCHEMA, AnalysisError, arrow_schema, load_run, load_runs
-from voicelab.events import read_events
-from voicelab.metrics import turn_table
+from voicelab.measure.events import read_events
+from voicelab.measure.metrics import turn_table
+from voicelab.runs import synthetic
 
 ROOT = Path(__file__).resolve().parents[1]
 

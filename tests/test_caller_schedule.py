@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from voicelab.caller_schedule import CallerScheduler, ScheduledClip, StartRule, TurnPlan
+from voicelab.fixtures.schedule import CallerScheduler, ScheduledClip, StartRule, TurnPlan
 
 
 def plan(after: str, delay: float = 0.0, dur: float = 2.0, on: float = 0.25, off: float = 1.65,

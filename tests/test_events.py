@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from engines.snapshot import Snapshot
-from voicelab.events import (
+from voicelab.measure.events import (
     REQUIRED_PAYLOAD,
     Event,
     EventKind,

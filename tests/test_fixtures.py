@@ -16,8 +16,8 @@ import soundfile as sf
 import typer
 from typer.testing import CliRunner
 
-from voicelab.caller_schedule import CallerScheduler, ScheduledClip
-from voicelab.fixtures import (
+from voicelab.cli.fixtures import fixtures_app
+from voicelab.fixtures.format import (
     FIXTURES_ROOT,
     Fixture,
     FixtureError,
@@ -27,7 +27,7 @@ from voicelab.fixtures import (
     load_fixture,
     select,
 )
-from voicelab.fixtures_cli import fixtures_app
+from voicelab.fixtures.schedule import CallerScheduler, ScheduledClip
 
 SR = 16000
 
@@ -375,7 +375,7 @@ def test_cli_check(tmp_path: Path) -> None:
     assert "turns[1].start.delay_s: negative delay" in res.output
     assert "1 of 2 fixtures pass" in res.output
     missing = runner.invoke(_cli(), ["fixtures", "check", str(tmp_path / "nope")])
-    assert missing.exit_code == 1 and "no such file or folder" in missing.output
+    assert missing.exit_code == 2 and "no such file or folder" in missing.output
     assert "Traceback" not in missing.output
 
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from voicelab.fixtures import check_fixture, load_fixture
-from voicelab.fixtures_build import HEAVY, SUITE, BuildError, Noise, build_suite, line_noise, telephone
-from voicelab.onset import active_windows
+from voicelab.fixtures.format import check_fixture, load_fixture
+from voicelab.fixtures.build import HEAVY, SUITE, BuildError, Noise, build_suite, line_noise, telephone
+from voicelab.measure.onset import active_windows
 
 needs_espeak = pytest.mark.skipif(shutil.which("espeak-ng") is None,
                                   reason="espeak-ng not installed (scripts/setup.sh installs it)")

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from engines.snapshot import Snapshot
 from voicelab.gate import Chunk, Gate, GateConfigError, GatePolicy, ShaperParams, parse_tool_span
-from voicelab.metrics import RevisionTracker, spoken_words
+from voicelab.measure.metrics import RevisionTracker, spoken_words
 
 MASK = -1
 EOS = 0
@@ -569,7 +569,7 @@ def test_feed_after_finish_releases_nothing() -> None:
 
 
 def test_pure_modules_import_neither_torch_nor_pipecat() -> None:
-    code = ("import sys, voicelab.events, voicelab.gate, voicelab.metrics; "
+    code = ("import sys, voicelab.measure.events, voicelab.gate, voicelab.measure.metrics; "
             "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'pipecat', 'numpy'}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

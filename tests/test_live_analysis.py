@@ -10,9 +10,9 @@ import pytest
 
 from tests.test_notebooks import execute, outputs
 from voicelab.analysis import load_run
-from voicelab.report import build_report
-from voicelab.sweep import RUNNERS, SweepGrid, run_sweep
-from voicelab.truth import analyze_run
+from voicelab.analysis.report import build_report
+from voicelab.measure.truth import analyze_run
+from voicelab.runs.sweep import RUNNERS, SweepGrid, run_sweep
 
 pytestmark = pytest.mark.slow
 

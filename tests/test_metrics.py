@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from voicelab.events import Event, EventKind
-from voicelab.metrics import (
+from voicelab.measure.events import Event, EventKind
+from voicelab.measure.metrics import (
     latency_stats,
     percentile,
     spoken_words,

@@ -18,7 +18,7 @@ def test_words_that_are_not_numbers_stay() -> None:
 
 
 def test_executed_tool_calls_return_to_the_engines_history() -> None:
-    from voicelab.llm_service import with_tool_spans
+    from voicelab.pipeline.llm_service import with_tool_spans
 
     msgs = [{"role": "user", "content": "i want a tune up on friday at 10 am"},
             {"role": "assistant", "content": "great anna, a tune up is booked for friday at 10 am."},

@@ -8,8 +8,8 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from voicelab import synthetic
-from voicelab.sweep import RUNNERS, SweepGrid, run_sweep
+from voicelab.runs import synthetic
+from voicelab.runs.sweep import RUNNERS, SweepGrid, run_sweep
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 

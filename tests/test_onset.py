@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from voicelab.onset import (
+from voicelab.measure.onset import (
     OnsetRule,
     active_windows,
     first_onset,

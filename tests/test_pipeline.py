@@ -15,11 +15,12 @@ from pipecat.tests.utils import SleepFrame, run_test
 
 from engines.snapshot import Snapshot
 from engines.trace import ReplayEngine
-from voicelab.events import EventKind as K
-from voicelab.gate_processor import ChunkTextFrame, GateProcessor
-from voicelab.llm_service import EngineLLMService, chat_messages
-from voicelab.observers import CallLog
-from voicelab.pipeline import PipelineConfig, PipelineConfigError
+from voicelab.measure.calllog import CallLog
+from voicelab.measure.events import EventKind as K
+from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
+from voicelab.pipeline.frames import ChunkTextFrame
+from voicelab.pipeline.gate_processor import GateProcessor
+from voicelab.pipeline.llm_service import EngineLLMService, chat_messages
 
 ANSWER = "on friday we are open from 9 am to 8 pm. can i help with anything else?"
 
@@ -193,7 +194,7 @@ def test_config_options() -> None:
 
 
 def test_run_config_accepts_the_sweep_dict() -> None:
-    from voicelab.run import as_config
+    from voicelab.runs.run import as_config
 
     cfg = as_config({"engine": "diffusion", "sampler": None, "policy": "stable:2", "shaper": {"max_words": 9},
                      "fixtures": ["default"], "seed": 3})
@@ -214,8 +215,8 @@ async def test_ack_wait_is_bounded_without_a_gate(tmp_path: Path) -> None:
 def test_default_matrix_and_tables() -> None:
     from rich.console import Console
 
-    from voicelab.metrics import summarize
-    from voicelab.run import default_matrix, print_summary, print_turns
+    from voicelab.measure.metrics import summarize
+    from voicelab.runs.run import default_matrix, print_summary, print_turns
 
     m = default_matrix()
     assert [(c.engine, c.sampler, c.policy) for c in m] == [

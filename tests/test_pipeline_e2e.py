@@ -16,12 +16,13 @@ import pytest
 from engines.trace import ReplayEngine
 from tests.test_pipeline import FailingEngine, write_trace
 from tests.test_tts_piper import CrashingPiper
-from voicelab.events import EventKind as K
-from voicelab.events import read_events
-from voicelab.fixtures import FIXTURES_ROOT, load_fixture
-from voicelab.metrics import spoken_words, turn_table
-from voicelab.pipeline import PipelineConfig, quiet_pipecat_logs
-from voicelab.run import run_config
+from voicelab.cli.common import quiet_pipecat_logs
+from voicelab.fixtures.format import FIXTURES_ROOT, load_fixture
+from voicelab.measure.events import EventKind as K
+from voicelab.measure.events import read_events
+from voicelab.measure.metrics import spoken_words, turn_table
+from voicelab.pipeline.config import PipelineConfig
+from voicelab.runs.run import run_config
 
 pytestmark = pytest.mark.slow
 

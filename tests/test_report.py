@@ -10,9 +10,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from voicelab import report_cli, synthetic
 from voicelab.analysis import load_run
-from voicelab.report import CANVAS_STATES, build_report, canvas_matrix
+from voicelab.analysis.report import CANVAS_STATES, build_report, canvas_matrix
+from voicelab.cli import report as report_cli
+from voicelab.runs import synthetic
 
 IMG = re.compile(r'<img alt="([^"]*)" src="([^"]*)"')
 

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from voicelab.fixtures import FIXTURES_ROOT, load_fixture
+from voicelab.fixtures.format import FIXTURES_ROOT, load_fixture
 from voicelab.speech.streaming import StreamingWhisper
 from voicelab.speech.wer import word_error_rate
 from voicelab.speech.whisper import RecognizerError, Transcript, WhisperRecognizer, packaged_model_path

@@ -16,9 +16,9 @@ from pipecat.frames.frames import (
 from pipecat.pipeline.worker import PipelineParams
 from pipecat.tests.utils import SleepFrame, run_test
 
-from voicelab.fixtures import FIXTURES_ROOT, load_fixture
-from voicelab.observers import CallerUtterance, CallLog
-from voicelab.stt_pocketsphinx import PocketsphinxSTTService, TranscriptSTTService, new_decoder
+from voicelab.fixtures.format import FIXTURES_ROOT, load_fixture
+from voicelab.measure.calllog import CallerUtterance, CallLog
+from voicelab.pipeline.stt_pocketsphinx import PocketsphinxSTTService, TranscriptSTTService, new_decoder
 
 SR = 16000
 

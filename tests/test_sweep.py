@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from voicelab import synthetic
-from voicelab.sweep import (
+from voicelab.runs import synthetic
+from voicelab.runs.sweep import (
     RUNNERS,
     CellSpec,
     SweepError,

@@ -12,12 +12,14 @@ from pipecat.frames.frames import TTSAudioRawFrame, TTSStartedFrame, TTSStoppedF
 from pipecat.pipeline.worker import PipelineParams
 from pipecat.tests.utils import SleepFrame, run_test
 
-from voicelab.caller_schedule import CallerScheduler, StartRule, TurnPlan
-from voicelab.events import EventKind as K
-from voicelab.gate_processor import PlayoutMarkFrame
-from voicelab.observers import CallLog
-from voicelab.onset import segments
-from voicelab.transport import AudibleTracker, CallRecorder, RecordingOutput
+from voicelab.fixtures.schedule import CallerScheduler, StartRule, TurnPlan
+from voicelab.measure.calllog import CallLog
+from voicelab.measure.events import EventKind as K
+from voicelab.measure.onset import segments
+from voicelab.measure.playout import AudibleTracker
+from voicelab.measure.recording import CallRecorder
+from voicelab.pipeline.frames import PlayoutMarkFrame
+from voicelab.pipeline.recording_output import RecordingOutput
 
 SR = 16000
 

@@ -1,4 +1,4 @@
-"""The WAV analyzer (voicelab.truth) on recordings whose onsets are known to the sample."""
+"""The WAV analyzer (voicelab.measure.truth) on recordings whose onsets are known to the sample."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from voicelab import synthetic, truth
-from voicelab.events import read_events
-from voicelab.metrics import turn_table
-from voicelab.truth import TruthError, Utterance
+from voicelab.measure import truth
+from voicelab.measure.events import read_events
+from voicelab.measure.metrics import turn_table
+from voicelab.measure.truth import TruthError, Utterance
+from voicelab.runs import synthetic
+from voicelab.runs.folder import write_json
 
 SR = 16000
 HALF_WINDOW_MS = 5.0  # the onset rule marks a hard edge up to half a 10 ms window early (onset) or late (end)
@@ -36,7 +38,7 @@ def write_call(tmp: Path, caller: list[tuple[float, float]], bot: list[tuple[flo
     for k, (a, b) in enumerate(bot):
         burst(right, a, b, 100 + k)
     sf.write(str(run / "calls" / "c0.wav"), np.stack([left, right], axis=1), SR, subtype="PCM_16")
-    truth.write_call_truth(run / "calls" / "c0.json", "c0", utts, fixture="hand", sample_rate=SR)
+    write_json(run / "calls" / "c0.json", truth.call_truth_dict("c0", utts, fixture="hand", sample_rate=SR))
     return run
 
 

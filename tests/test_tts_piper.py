@@ -15,10 +15,17 @@ from pipecat.frames.frames import (
 from pipecat.pipeline.worker import PipelineParams
 from pipecat.tests.utils import SleepFrame, run_test
 
-from voicelab.events import EventKind as K
-from voicelab.gate_processor import CHUNK_TEXT_TYPE, ChunkTextFrame, PlayoutMarkFrame
-from voicelab.observers import CallLog
-from voicelab.tts_piper import PiperTTSService, _shares, _word_bounds, load_voice, speakable, voice_model_path
+from voicelab.measure.calllog import CallLog
+from voicelab.measure.events import EventKind as K
+from voicelab.pipeline.frames import CHUNK_TEXT_TYPE, ChunkTextFrame, PlayoutMarkFrame
+from voicelab.pipeline.tts_piper import (
+    PiperTTSService,
+    _shares,
+    _word_bounds,
+    load_voice,
+    speakable,
+    voice_model_path,
+)
 
 SR = 16000
 

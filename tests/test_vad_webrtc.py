@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from pipecat.audio.vad.vad_analyzer import VADParams, VADState
 
-from voicelab.fixtures import FIXTURES_ROOT, load_fixture
-from voicelab.vad_webrtc import WebRTCVADAnalyzer, WebRTCVADAnalyzerError
+from voicelab.fixtures.format import FIXTURES_ROOT, load_fixture
+from voicelab.pipeline.vad_webrtc import WebRTCVADAnalyzer, WebRTCVADAnalyzerError
 
 SR = 16000
 

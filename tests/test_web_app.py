@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.web_helpers import ServerThread
-from voicelab.pipeline import PipelineConfig
+from voicelab.pipeline.config import PipelineConfig
 from voicelab.web.app import STATIC_DIR, ServeError, ServeOptions, create_app
 from voicelab.web.session import ResourcePool, SessionLimits
 
@@ -294,7 +294,7 @@ def test_serve_refuses_bad_options_with_one_line(args: list[str], fragment: str)
     import typer
     from typer.testing import CliRunner
 
-    from voicelab.web.serve_cli import serve
+    from voicelab.cli.serve import serve
 
     cli = typer.Typer(add_completion=False)
     cli.command("serve")(serve)

@@ -80,7 +80,8 @@ def served() -> Iterator[ServerThread]:
     engine = _engine()
     if engine is None:
         pytest.skip("needs a trained tiny engine in engines/tiny (voicelab train) or VOICELAB_TEST_ENGINE")
-    from voicelab.pipeline import PipelineConfig, quiet_pipecat_logs
+    from voicelab.cli.common import quiet_pipecat_logs
+    from voicelab.pipeline.config import PipelineConfig
     from voicelab.web.app import ServeOptions, create_app
     from voicelab.web.session import ResourcePool
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from engines.snapshot import Snapshot
-from voicelab.events import Event, EventKind
+from voicelab.measure.events import Event, EventKind
 from voicelab.web.live import LIVE_PARTS, CanvasView, chars_after_words, live_latency
 
 K = EventKind
@@ -139,8 +139,8 @@ async def test_live_playout_logs_marks_and_the_acoustic_onset() -> None:
     from pipecat.frames.frames import OutputAudioRawFrame
     from pipecat.tests.utils import SleepFrame, run_test
 
-    from voicelab.gate_processor import PlayoutMarkFrame
-    from voicelab.observers import CallLog
+    from voicelab.measure.calllog import CallLog
+    from voicelab.pipeline.frames import PlayoutMarkFrame
     from voicelab.web.session import LivePlayout
 
     sr = 16000

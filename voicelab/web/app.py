@@ -32,7 +32,7 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from loguru import logger
 
 from voicelab.gate import GateConfigError
-from voicelab.pipeline import PipelineConfig, PipelineConfigError
+from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
 from voicelab.web.session import PipelineFactory, ResourcePool, Session, SessionLimits
 
 STATIC_DIR = Path(__file__).parent / "static"

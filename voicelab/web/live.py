@@ -8,7 +8,7 @@
 - `live_latency` is the server-side first audible response of one live turn, with the breakdown of
   DESIGN.md §4. A live call has no fixture ground truth, so the caller's speech end is estimated from the
   VAD: its stop row minus the VAD's `stop_secs` (the silence it waited for). The figure is then computed
-  by `voicelab.metrics.turn_table` itself, on a copy of the turn's rows with that estimate standing in
+  by `voicelab.measure.metrics.turn_table` itself, on a copy of the turn's rows with that estimate standing in
   for the truth rows, so the definitions are the lab's, not a second implementation.
 """
 
@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from voicelab.events import Event, EventKind
-from voicelab.metrics import turn_table
+from voicelab.measure.events import Event, EventKind
+from voicelab.measure.metrics import turn_table
 
 if TYPE_CHECKING:  # engines/__init__ imports torch lazily; the snapshot itself is plain Python
     from engines.snapshot import Snapshot

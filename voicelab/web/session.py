@@ -10,7 +10,7 @@ place of the fixture player and the recording speaker:
 `LivePlayout` does for the browser what the recording speaker does for a recorded call: the WebRTC output
 hands each audio frame on once its last 10 ms has left for the browser, so the time it passes gives when
 the bot's audio went out; from that it logs `playout_*` (per chunk and word, from the TTS's marks) and
-`bot_audible_onset` / `bot_audible_end` (the onset rule of DESIGN.md §4, `voicelab.transport.AudibleTracker`).
+`bot_audible_onset` / `bot_audible_end` (the onset rule of DESIGN.md §4, `voicelab.measure.playout.AudibleTracker`).
 
 A live call has no fixture truth: `LiveCallLog` numbers the caller's turns itself (a turn starts at the
 first VAD start after the previous turn ended), so every row of a reply carries the turn it answers.
@@ -51,13 +51,19 @@ from pipecat.transports.base_transport import TransportParams
 from pipecat.transports.smallwebrtc.transport import SmallWebRTCTransport
 from pipecat.workers.runner import WorkerRunner
 
-from voicelab.events import Event, EventKind
-from voicelab.gate_processor import PlayoutMarkFrame
-from voicelab.llm_service import EngineLLMService, SnapshotFrame
-from voicelab.observers import CallLog, EventObserver
-from voicelab.pipeline import PipelineConfig, _turn_strategies, _vad, build_core
-from voicelab.stt_pocketsphinx import PocketsphinxSTTService
-from voicelab.transport import AudibleTracker, turn_at
+from engines.protocol import EngineLike
+from voicelab.measure.calllog import CallLog
+from voicelab.measure.events import Event, EventKind
+from voicelab.measure.playout import AudibleTracker, turn_at
+from voicelab.pipeline.assembly import build_core
+from voicelab.pipeline.config import PipelineConfig
+from voicelab.pipeline.frames import PlayoutMarkFrame, SnapshotFrame
+from voicelab.pipeline.llm_service import EngineLLMService
+from voicelab.pipeline.observers import EventObserver
+from voicelab.pipeline.resources import open_engine_for, warm_up_voice
+from voicelab.pipeline.stt_pocketsphinx import PocketsphinxSTTService
+from voicelab.pipeline.tts_piper import load_voice
+from voicelab.pipeline.turns import turn_strategies, vad_analyzer
 from voicelab.web.live import CanvasView, live_latency
 
 K = EventKind
@@ -325,27 +331,21 @@ class ResourcePool:
     """
 
     def __init__(self) -> None:
-        self._engines: dict[tuple[str, str | None], Any] = {}
+        self._engines: dict[tuple[str, str | None], EngineLike] = {}
         self._voice: Any = None
         self._voice_lock = threading.Lock()
         self._lock = asyncio.Lock()
 
     def preload(self, cfg: PipelineConfig) -> None:
         """Load what `cfg` needs now, in this thread (the serve command does it before listening)."""
-        from voicelab.pipeline import open_engine_for
-        from voicelab.tts_piper import load_voice
-
         key = (cfg.engine, cfg.sampler)
         if key not in self._engines:
             engine = open_engine_for(cfg)
-            answer = getattr(engine, "answer", None)
-            if callable(answer):  # first-use costs (torch kernels) here, not in a caller's first reply
-                answer([{"role": "user", "content": "hello"}])
+            engine.warm_up()  # first-use costs (torch kernels) here, not in a caller's first reply
             self._engines[key] = engine
         if self._voice is None:
             voice = load_voice()
-            for _ in voice.synthesize("Hello there."):  # onnxruntime's first run, likewise
-                pass
+            warm_up_voice(voice)  # onnxruntime's first run, likewise
             # pipecat's LLM service imports its OpenAI adapter (about a second) the first time one is
             # made: pay that here too, not on the event loop while a browser is connecting
             EngineLLMService(self._engines[key], CallLog("warm-up"))
@@ -360,9 +360,7 @@ class ResourcePool:
 
     def close(self) -> None:
         for engine in self._engines.values():
-            close = getattr(engine, "close", None)
-            if callable(close):
-                close()
+            engine.close()
         self._engines.clear()
 
 
@@ -382,7 +380,7 @@ async def build_live_pipeline(session: Session, transport: Any) -> Any:
     sr = cfg.sample_rate
     stt = PocketsphinxSTTService(decoder=None, sample_rate=sr)  # its own decoder: one utterance at a time
     # the VAD and smart-turn models load in a thread: other sessions' audio keeps flowing meanwhile
-    vad, strategies = await asyncio.to_thread(lambda: (_vad(cfg), _turn_strategies(cfg)))
+    vad, strategies = await asyncio.to_thread(lambda: (vad_analyzer(cfg), turn_strategies(cfg)))
     core = build_core(cfg, log, engine=session.engine, voice=session.voice, vad=vad, strategies=strategies)
     playout = LivePlayout(log, sr, on_words=session.canvas.spoken_words)
     pipeline = Pipeline([transport.input(), stt, *core.middle, transport.output(), playout, core.asst_agg])

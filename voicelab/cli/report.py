@@ -1,7 +1,4 @@
-"""Command functions for `voicelab report` and `voicelab sweep` (wired into voicelab/cli.py by the lead).
-
-    app.command("report")(report_cli.report)
-    app.command("sweep")(report_cli.sweep)
+"""`voicelab report` and `voicelab sweep`.
 
 Bad input ends with a one-line `error: ...` on stderr and exit status 2 (1 when sweep cells failed).
 """
@@ -14,13 +11,11 @@ from typing import Annotated
 import typer
 
 from voicelab.analysis import AnalysisError
-from voicelab.events import EventLogError
-from voicelab.truth import TruthError
-
-
-def _fail(msg: str, code: int = 2) -> typer.Exit:
-    typer.echo(f"error: {msg}", err=True)
-    return typer.Exit(code)
+from voicelab.analysis.report import build_report
+from voicelab.cli.common import fail
+from voicelab.measure.events import EventLogError
+from voicelab.measure.truth import TruthError
+from voicelab.runs.sweep import RUNNERS, SweepError, SweepGrid, parse_shaper, run_sweep
 
 
 def report(
@@ -31,12 +26,10 @@ def report(
     detail_runs: Annotated[int, typer.Option(help="runs drawn in detail (the rest only summarised)")] = 3,
 ) -> None:
     """Write a self-contained HTML report (plots inline; opens without a network)."""
-    from voicelab.report import build_report
-
     try:
         path = build_report(run, out, max_turns=max_turns, max_canvases=max_canvases, detail_runs=detail_runs)
     except (AnalysisError, TruthError, EventLogError) as exc:
-        raise _fail(str(exc)) from None
+        fail(str(exc))
     typer.echo(f"report: {path}")
 
 
@@ -60,10 +53,8 @@ def sweep(
     seed: Annotated[int, typer.Option(help="seed given to every cell")] = 0,
 ) -> None:
     """Run engines x samplers x policies x shaper settings x fixtures; resumable; ends with a Pareto plot."""
-    from voicelab.sweep import RUNNERS, SweepError, SweepGrid, parse_shaper, run_sweep
-
     if runner not in RUNNERS:
-        raise _fail(f"--runner '{runner}': one of {', '.join(RUNNERS)}")
+        fail(f"--runner '{runner}': one of {', '.join(RUNNERS)}")
     try:
         grid = SweepGrid(
             engines=tuple(engine or ["diffusion"]),
@@ -77,11 +68,11 @@ def sweep(
         res = run_sweep(grid, out, RUNNERS[runner], ray_address=ray, cpus_per_cell=cpus_per_cell,
                         echo=typer.echo)
     except (SweepError, AnalysisError) as exc:
-        raise _fail(str(exc)) from None
+        fail(str(exc))
     if not res.pareto.empty:
         typer.echo(res.pareto.to_string(index=False))
     if res.failed:
         for cid, why in res.failed.items():
             typer.echo(f"failed {cid}: {why}", err=True)
-        raise _fail(f"{len(res.failed)} of {len(res.cells)} cells failed; run the same command again to retry them",
+        fail(f"{len(res.failed)} of {len(res.cells)} cells failed; run the same command again to retry them",
                     1)

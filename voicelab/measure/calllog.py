@@ -1,13 +1,10 @@
-"""The per-call event log and the pipecat observer that writes the event rows of DESIGN.md §3.
+"""One call's clock, caller ground truth and event log (plain Python: no pipecat).
 
 `CallLog` owns one call's clock (``time.monotonic_ns()`` at call start is t_ns 0), the caller's ground
-truth as the fixture player reports it, and the turn attribution of `voicelab.events`: caller rows carry
-their utterance's index, reply-path rows carry the "reply turn" (the caller utterance being answered,
+truth as the fixture player reports it, and the turn attribution of `voicelab.measure.events`: caller rows
+carry their utterance's index, reply-path rows carry the "reply turn" (the caller utterance being answered,
 fixed at each turn end), call-level rows -1. Every component of the pipeline logs through it; rows go to an
 `EventWriter` at once (a crash keeps what happened so far) and stay in memory for the summary.
-
-`EventObserver` watches frames that no processor of ours owns (VAD, turn end, transcripts, interruptions,
-pipecat's bot speaking frames) and logs them.
 """
 
 from __future__ import annotations
@@ -17,20 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pipecat.frames.frames import (
-    BotStartedSpeakingFrame,
-    BotStoppedSpeakingFrame,
-    InterruptionFrame,
-    TranscriptionFrame,
-    UserStartedSpeakingFrame,
-    UserStoppedSpeakingFrame,
-    VADUserStartedSpeakingFrame,
-    VADUserStoppedSpeakingFrame,
-)
-from pipecat.observers.base_observer import BaseObserver, FramePushed
-from pipecat.processors.frame_processor import FrameDirection
-
-from voicelab.events import Event, EventKind, EventWriter
+from voicelab.measure.events import Event, EventKind, EventWriter
 
 K = EventKind
 
@@ -120,54 +104,3 @@ class CallLog:
         if turn >= 0:
             self.reply_turn = turn
         return self.reply_turn
-
-
-class EventObserver(BaseObserver):
-    """Logs pipecat frames that mark the input side and the bot's speaking state.
-
-    Frames broadcast in both directions are logged once (the downstream copy), and each frame once
-    (its first push).
-    """
-
-    def __init__(self, log: CallLog) -> None:
-        super().__init__()
-        self._log = log
-        self._seen: set[int] = set()
-
-    def _once(self, data: FramePushed) -> bool:
-        if data.direction != FrameDirection.DOWNSTREAM:
-            return False
-        fid = data.frame.id
-        if fid in self._seen:
-            return False
-        self._seen.add(fid)
-        return True
-
-    async def on_push_frame(self, data: FramePushed) -> None:
-        f = data.frame
-        if not isinstance(f, (VADUserStartedSpeakingFrame, VADUserStoppedSpeakingFrame, UserStartedSpeakingFrame,
-                              UserStoppedSpeakingFrame, TranscriptionFrame, InterruptionFrame,
-                              BotStartedSpeakingFrame, BotStoppedSpeakingFrame)):
-            return
-        if not self._once(data):
-            return
-        log = self._log
-        now = log.now_ns()
-        if isinstance(f, VADUserStartedSpeakingFrame):
-            log.log(K.VAD_START, log.caller_turn_at(now), {"start_secs": f.start_secs})
-        elif isinstance(f, VADUserStoppedSpeakingFrame):
-            log.log(K.VAD_STOP, log.caller_turn_at(now), {"stop_secs": f.stop_secs})
-        elif isinstance(f, UserStoppedSpeakingFrame):
-            turn = log.on_turn_end()
-            log.log(K.TURN_END, turn, {})
-        elif isinstance(f, TranscriptionFrame):
-            log.log(K.STT_FINAL, log.caller_turn_at(now), {"text": f.text, "finalized": bool(f.finalized)})
-        elif isinstance(f, InterruptionFrame):
-            log.log(K.INTERRUPTION, log.caller_turn_at(now), {"bot_speaking": log.bot_speaking})
-        elif isinstance(f, BotStartedSpeakingFrame):
-            log.bot_speaking = True
-            log.log(K.BOT_STARTED_SPEAKING, None, {})
-        elif isinstance(f, BotStoppedSpeakingFrame):
-            log.bot_speaking = False
-            log.log(K.BOT_STOPPED_SPEAKING, None, {})
-        # UserStartedSpeakingFrame only matters through the InterruptionFrame it comes with

@@ -16,12 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from pipecat.frames.frames import (
-    DataFrame,
     Frame,
     LLMContextFrame,
     LLMFullResponseEndFrame,
@@ -32,36 +29,13 @@ from pipecat.processors.frame_processor import FrameDirection
 from pipecat.services.llm_service import LLMService
 from pipecat.services.settings import LLMSettings
 
+from engines.protocol import EngineLike
 from engines.snapshot import Snapshot
-from voicelab.events import EventKind, snapshot_payload
-from voicelab.observers import CallLog
+from voicelab.measure.calllog import CallLog
+from voicelab.measure.events import EventKind, snapshot_payload
+from voicelab.pipeline.frames import SnapshotFrame
 
 K = EventKind
-
-
-class GenerationLike(Protocol):
-    def pin(self, n: int) -> None: ...
-    def cancel(self) -> None: ...
-    def __aiter__(self) -> Any: ...
-
-
-class EngineLike(Protocol):
-    name: str
-    sampler: str
-
-    def generate(self, messages: Sequence[dict[str, str]]) -> Any: ...
-    def describe(self) -> dict[str, Any]: ...
-
-
-@dataclass
-class SnapshotFrame(DataFrame):
-    """One engine step. `ack` is set by the consumer once it has fed (and pinned) this snapshot."""
-
-    snapshot: Snapshot | None = None
-    gen_id: int = 0
-    turn: int = -1
-    pin: Callable[[int], None] | None = None
-    ack: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 def chat_messages(context: LLMContext) -> list[dict[str, str]]:

@@ -13,26 +13,21 @@ os.environ.setdefault("LOGURU_LEVEL", "WARNING")
 
 import typer  # noqa: E402
 
-from voicelab import report_cli, run_cli  # noqa: E402
-from voicelab.fixtures_cli import fixtures_app  # noqa: E402
-from voicelab.web import serve_cli  # noqa: E402
+from voicelab.cli import report, run, serve  # noqa: E402
+from voicelab.cli.common import fail  # noqa: E402
+from voicelab.cli.fixtures import fixtures_app  # noqa: E402
 
 app = typer.Typer(help="voicelab: a voice-agent latency lab for diffusion text engines.", no_args_is_help=True,
                   pretty_exceptions_enable=False, add_completion=False)
-app.command("run")(run_cli.run)
-app.command("serve")(serve_cli.serve)
+app.command("run")(run.run)
+app.command("serve")(serve.serve)
 app.add_typer(fixtures_app, name="fixtures")
-app.command("report")(report_cli.report)
-app.command("sweep")(report_cli.sweep)
+app.command("report")(report.report)
+app.command("sweep")(report.sweep)
 
 bench_app = typer.Typer(help="Benchmarks (speed and memory targets live here, not in unit tests).",
                         no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
-
-
-def _fail(msg: str) -> None:
-    typer.echo(f"error: {msg}", err=True)
-    raise typer.Exit(2)
 
 
 @bench_app.command("engines")
@@ -51,7 +46,7 @@ def bench_engines(
     try:
         bench.main(argv)
     except CheckpointError as e:
-        _fail(str(e))
+        fail(str(e))
 
 
 @app.command("train")

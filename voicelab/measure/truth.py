@@ -3,8 +3,8 @@
 The analyzer trusts nothing the pipeline logged. It reads only a run's `calls/<call_id>.wav` (stereo, left =
 caller as played in, right = bot as heard, sample 0 = call start) and `calls/<call_id>.json` (the fixture's
 ground truth of each caller utterance on the call clock), and finds the bot's onsets and offsets on the right
-channel with the onset rule of DESIGN.md §4 (`voicelab.onset`). `compare` then sets these figures beside the
-event-derived ones (`voicelab.metrics.turn_table`); `voicelab.metrics.summarize(events, config, truth=rows)`
+channel with the onset rule of DESIGN.md §4 (`voicelab.measure.onset`). `compare` then sets these figures beside the
+event-derived ones (`voicelab.measure.metrics.turn_table`); `voicelab.measure.metrics.summarize(events, config, truth=rows)`
 turns the rows into `truth.far_abs_diff_ms_p95` / `truth.stop_abs_diff_ms_p95`.
 
 Per caller utterance (turn), with the ground truth speech start S and end E of that turn:
@@ -18,7 +18,7 @@ Per caller utterance (turn), with the ground truth speech start S and end E of t
 - caller_end_wav_ms: a cross-check of the ground truth itself, the last audible sample of the caller's clip
   on the left channel (None without clip bounds). It should sit within a few ms of the ground-truth end.
 
-The format of `calls/<call_id>.json` (write it with `write_call_truth`):
+The format of `calls/<call_id>.json` (`call_truth_dict`; `voicelab.runs.folder` writes it):
     {"call_id": "c0", "fixture": "NAME", "fixture_path": "audio_fixtures/NAME/fixture.json",
      "sample_rate": 16000,
      "utterances": [{"turn": 0, "clip_start_s": 0.5, "clip_end_s": 2.1, "speech_start_s": 0.62,
@@ -39,9 +39,9 @@ from typing import Any
 import numpy as np
 import soundfile as sf
 
-from voicelab import onset
-from voicelab.events import Event, read_events
-from voicelab.metrics import percentile, turn_table
+from voicelab.measure import onset
+from voicelab.measure.events import Event, read_events
+from voicelab.measure.metrics import percentile, turn_table
 
 GOAL_MS = 20.0  # DESIGN §5: events and WAV agree within this at p95
 EXPECTS = (None, "interrupt", "no_interrupt")
@@ -82,7 +82,7 @@ def call_truth_dict(call_id: str, utterances: Iterable[Any], fixture: str | None
     """The calls/<call_id>.json object.
 
     `utterances` are `Utterance`s or anything with the same attributes, e.g. the fixture player's
-    `voicelab.caller_schedule.UtteranceTruth` (which has no text: give it in `texts`, by turn).
+    `voicelab.fixtures.schedule.UtteranceTruth` (which has no text: give it in `texts`, by turn).
     """
     rows = []
     for u in utterances:
@@ -104,12 +104,6 @@ def call_truth_dict(call_id: str, utterances: Iterable[Any], fixture: str | None
         })
     return {"call_id": call_id, "fixture": fixture, "fixture_path": fixture_path, "sample_rate": sample_rate,
             "utterances": rows}
-
-
-def write_call_truth(path: str | Path, call_id: str, utterances: Iterable[Any], **kw: Any) -> None:
-    """Write calls/<call_id>.json (see `call_truth_dict` for the keyword arguments)."""
-    Path(path).write_text(json.dumps(call_truth_dict(call_id, utterances, **kw), indent=1) + "\n",
-                          encoding="utf-8")
 
 
 def _num(p: Path, where: str, v: Any, required: bool) -> float | None:

@@ -1,25 +1,19 @@
 """Pipecat adapter around the pure stable-chunk gate (`voicelab.gate.Gate`).
 
-Consumes the engine's `SnapshotFrame`s (from `voicelab.llm_service`), feeds them to one `Gate` per reply,
+Consumes the engine's `SnapshotFrame`s (from `voicelab.pipeline.llm_service`), feeds them to one `Gate` per reply,
 pins released tokens back to the generation before it steps again (the snapshot frame carries an ack the
 LLM service waits on), ticks the gate's hold timer, and emits one `ChunkTextFrame` (an
 `AggregatedTextFrame`, so pipecat's TTS speaks it at once with no sentence buffering) per released chunk.
 Tool-call spans are never spoken: committed ones go to the tool handler and are logged as `tool_call`.
-
-Also defines the frames that carry chunk identity down to the output transport: `ChunkTextFrame` and
-`PlayoutMarkFrame` (the TTS puts one before each word's audio, the transport logs playout from them).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from pipecat.frames.frames import (
-    AggregatedTextFrame,
-    DataFrame,
     EndFrame,
     Frame,
     InterruptionFrame,
@@ -28,40 +22,12 @@ from pipecat.frames.frames import (
 )
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
-from voicelab.events import EventKind
 from voicelab.gate import Gate, GatePolicy, ShaperParams, ToolCall
-from voicelab.llm_service import SnapshotFrame
-from voicelab.observers import CallLog
+from voicelab.measure.calllog import CallLog
+from voicelab.measure.events import EventKind
+from voicelab.pipeline.frames import CHUNK_TEXT_TYPE, ChunkTextFrame, SnapshotFrame
 
 K = EventKind
-CHUNK_TEXT_TYPE = "stable_chunk"
-
-
-@dataclass
-class ChunkTextFrame(AggregatedTextFrame):
-    """A committed chunk for TTS; `chunk_id` is unique within the call, `turn` is the reply turn."""
-
-    chunk_id: int = 0
-    turn: int = -1
-
-
-@dataclass
-class PlayoutMarkFrame(DataFrame):
-    """Put in the audio stream by the TTS right before the audio of word `word_index` of a chunk.
-
-    `word_index == len(words)` marks the end of the chunk's audio. The output transport sees it when all
-    audio before it has been handed to the speaker, so it knows when that word starts to be heard.
-    """
-
-    chunk_id: int = 0
-    turn: int = -1
-    word_index: int = 0
-    words: list[str] = field(default_factory=list)
-    text: str = ""
-
-    @property
-    def is_end(self) -> bool:
-        return self.word_index >= len(self.words)
 
 
 ToolHandler = Callable[[ToolCall, int], Any]

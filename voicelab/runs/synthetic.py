@@ -8,7 +8,7 @@ the caller's ear (it moves the playout events, the acoustic marks and the bot ch
 
 `write_run(out_dir, config, calls)` writes config.json, events.jsonl, calls/<id>.wav + .json, the Parquet
 tables and summary.json (truth figures included), and returns the run folder. `synthetic_cell_runner` is a
-`voicelab.sweep` cell runner built on it (`voicelab sweep --runner synthetic`).
+`voicelab.runs.sweep` cell runner built on it (`voicelab sweep --runner synthetic`).
 """
 
 from __future__ import annotations
@@ -24,11 +24,14 @@ import numpy as np
 import soundfile as sf
 
 from engines.snapshot import Snapshot
-from voicelab.events import Event, EventKind, snapshot_payload, write_events
+from voicelab.measure.events import Event, EventKind, snapshot_payload, write_events
 from voicelab.gate import Gate, ShaperParams
+from voicelab.analysis.tables import write_parquet
+from voicelab.measure.metrics import summarize
+from voicelab.measure.truth import Utterance, analyze_run, call_truth_dict
+from voicelab.runs.folder import RunFolder
+from voicelab.runs.grid import CellSpec
 
-if TYPE_CHECKING:
-    from voicelab.sweep import CellSpec
 
 K = EventKind
 SR = 16000
@@ -358,36 +361,31 @@ def write_run(out_dir: str | Path, config: dict[str, Any] | None = None, calls: 
     `config` may give engine, sampler, policy, shaper (ShaperParams fields). With finish=False only the
     files a crashed run leaves (config.json, events.jsonl, calls/) are written.
     """
-    from voicelab import analysis, metrics, truth  # imported here: they import nothing of this module
-
     cfg = {"engine": "diffusion", "sampler": "low_confidence", "policy": "prefix", "shaper": {}}
     cfg.update(config or {})
     timing = timing or Timing()
     calls = list(calls) if calls is not None else default_calls()
     rid = run_id or f"synthetic-{cfg['engine']}-{cfg['sampler']}-{str(cfg['policy']).replace(':', '')}"
-    run = Path(out_dir) / rid
-    (run / "calls").mkdir(parents=True, exist_ok=True)
-    cfg["run_id"] = rid
+    folder = RunFolder.create(Path(out_dir) / rid)
     cfg.update({"synthetic": True, "seed": seed, "timing": asdict(timing),
                 "fixtures": [{"name": c.fixture, "sha256": None} for c in calls]})
-    (run / "config.json").write_text(json.dumps(cfg, indent=1) + "\n", encoding="utf-8")
+    cfg = folder.write_config(cfg)
     events: list[Event] = []
     for i, call in enumerate(calls):
         sim = _CallSim(call, cfg, timing, seed * 1000 + i)
         sim.run()
         sim.events.sort(key=lambda e: e.t_ns)
         events += sim.events
-        sf.write(str(run / "calls" / f"{call.call_id}.wav"), sim.wav(), SR, subtype="PCM_16")
-        truth.write_call_truth(run / "calls" / f"{call.call_id}.json", call.call_id,
-                               [truth.Utterance(**u) for u in sim.truth], fixture=call.fixture,
+        meta = call_truth_dict(call.call_id, [Utterance(**u) for u in sim.truth], fixture=call.fixture,
                                fixture_path=f"synthetic/{call.fixture}", sample_rate=SR)
-    write_events(run / "events.jsonl", events)
+        folder.write_call(call.call_id, sim.wav(), SR, meta)
+    folder.write_events(events)
     if finish:
-        rows = truth.analyze_run(run)
-        summary = metrics.summarize(events, cfg, truth=rows)
-        analysis.write_parquet(run, truth_rows=rows)
-        (run / "summary.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
-    return run
+        rows = analyze_run(folder.path)
+        summary = summarize(events, cfg, truth=rows)
+        write_parquet(folder.path, truth_rows=rows)
+        folder.seal(summary)
+    return folder.path
 
 
 def _safe(name: str) -> str:

@@ -1,7 +1,7 @@
 """The figures of DESIGN.md §4 and the summary.json of §7, as pure functions of event rows.
 
-No pipecat, no torch. Inputs are `voicelab.events.Event`s of one or more calls (the fixture's ground truth
-is in them as caller_speech_* rows); the turn attribution contract is in `voicelab.events`.
+No pipecat, no torch. Inputs are `voicelab.measure.events.Event`s of one or more calls (the fixture's ground truth
+is in them as caller_speech_* rows); the turn attribution contract is in `voicelab.measure.events`.
 
 Per turn (`turn_table`), with t(kind) the call-clock time of the named event of that turn:
 - far_ms = t(first bot_audible_onset of the reply) - t(caller_speech_end). The breakdown is a chain of
@@ -36,7 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from voicelab.events import Event, EventKind, revised_char_offsets
+from voicelab.measure.events import Event, EventKind, revised_char_offsets
 
 if TYPE_CHECKING:  # engines/__init__ imports torch; the gate and metrics must not
     from engines.snapshot import Snapshot

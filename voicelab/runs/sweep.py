@@ -13,8 +13,8 @@ and clears unfinished ones (left by a crash or kill) before running them again, 
 same arguments resumes where it stopped. A cell whose runner raises is reported and the sweep goes on.
 
 A cell runner is `Callable[[CellSpec, Path], Path]`: it runs the cell's configuration into the given folder
-and returns the run folder. `run_config_runner` calls the pipeline's `voicelab.run.run_config(config,
-fixtures, out_dir)`; `voicelab.synthetic.synthetic_cell_runner` writes a synthetic run (dry runs, tests).
+and returns the run folder. `run_config_runner` calls the pipeline's `voicelab.runs.run.run_config(config,
+fixtures, out_dir)`; `voicelab.runs.synthetic.synthetic_cell_runner` writes a synthetic run (dry runs, tests).
 On Ray the runner is shipped to the workers, so it must be a module-level function of an installed module,
 and OUT must be on storage every node can write.
 """
@@ -36,11 +36,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from voicelab.analysis import AnalysisError, load_run
+from voicelab.runs.folder import SUMMARY, is_sealed, write_json, write_matrix
+from voicelab.runs.grid import CellRunner, CellSpec, SweepError, SweepGrid, compatible, parse_shaper
+from voicelab.runs.synthetic import synthetic_cell_runner
 from voicelab.gate import GateConfigError, GatePolicy, ShaperParams
-
-
-class SweepError(ValueError):
-    """A bad grid or an unusable sweep folder; one line naming the option or file."""
 
 
 CONCURRENCY_NOTE_LOCAL = ("note: cells run one after another here; anything else busy on this machine (a training "
@@ -50,165 +49,26 @@ CONCURRENCY_NOTE_RAY = ("note: on Ray, cells that land on the same machine run a
                         "node (--cpus-per-cell) or compare only latencies measured alone.")
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
-
-
-@dataclass(frozen=True)
-class CellSpec:
-    """One configuration on one set of fixtures."""
-
-    engine: str
-    sampler: str | None  # None: the engine's default sampler
-    policy: str
-    shaper: tuple[tuple[str, Any], ...] = ()  # ShaperParams overrides, sorted (key, value)
-    fixtures: tuple[str, ...] = ("default",)
-    seed: int = 0
-
-    @property
-    def shaper_dict(self) -> dict[str, Any]:
-        return dict(self.shaper)
-
-    @property
-    def shaper_label(self) -> str:
-        return ",".join(f"{k}={v}" for k, v in self.shaper) or "default"
-
-    @property
-    def config_label(self) -> str:
-        """The configuration without the fixtures (cells of one configuration pool into one Pareto point)."""
-        return " / ".join([self.engine, self.sampler or "default", self.policy, self.shaper_label])
-
-    @property
-    def cell_id(self) -> str:
-        """Readable and unique: a slug of the settings plus a hash of the whole cell."""
-        key = json.dumps(self.config(), sort_keys=True)
-        digest = hashlib.sha256(key.encode()).hexdigest()[:8]
-        fx = "+".join(self.fixtures) if len(self.fixtures) <= 2 else f"{len(self.fixtures)}fx"
-        return _slug(f"{self.engine}-{self.sampler or 'default'}-{self.policy}-{fx}")[:60] + "-" + digest
-
-    def config(self) -> dict[str, Any]:
-        """The configuration given to the runner (`voicelab.run.run_config`'s first argument)."""
-        return {"engine": self.engine, "sampler": self.sampler, "policy": self.policy, "shaper": self.shaper_dict,
-                "fixtures": list(self.fixtures), "seed": self.seed}
-
-
-CellRunner = Callable[[CellSpec, Path], Path]
-
-SHAPER_FIELDS = {f.name: f.type for f in fields(ShaperParams)}
-
-
-def parse_shaper(text: str) -> tuple[tuple[str, Any], ...]:
-    """'default' or 'key=value,key=value' (ShaperParams fields) -> sorted overrides; SweepError if bad."""
-    text = text.strip()
-    if text in ("", "default"):
-        return ()
-    out: dict[str, Any] = {}
-    for part in text.split(","):
-        if "=" not in part:
-            raise SweepError(f"--shaper '{text}': expected key=value pairs, got '{part}'")
-        k, v = (s.strip() for s in part.split("=", 1))
-        if k not in SHAPER_FIELDS:
-            raise SweepError(f"--shaper '{text}': unknown setting '{k}' (one of {', '.join(SHAPER_FIELDS)})")
-        default = getattr(ShaperParams(), k)
-        try:
-            if isinstance(default, bool):
-                if v.lower() not in ("true", "false", "1", "0"):
-                    raise ValueError(v)
-                out[k] = v.lower() in ("true", "1")
-            elif isinstance(default, int):
-                out[k] = int(v)
-            else:
-                out[k] = float(v)
-        except ValueError:
-            raise SweepError(f"--shaper '{text}': '{k}' needs a {type(default).__name__}, got '{v}'") from None
-    try:
-        ShaperParams(**out)
-    except GateConfigError as exc:
-        raise SweepError(f"--shaper '{text}': {exc}") from None
-    return tuple(sorted(out.items()))
-
-
-def compatible(engine: str, sampler: str | None) -> bool:
-    """The shipped tiny models: 'ar' decodes only autoregressively, 'diffusion' never does."""
-    if engine == "ar":
-        return sampler in (None, "autoregressive")
-    if engine == "diffusion":
-        return sampler != "autoregressive"
-    return True
-
-
-@dataclass(frozen=True)
-class SweepGrid:
-    engines: tuple[str, ...] = ("diffusion",)
-    samplers: tuple[str | None, ...] = (None,)
-    policies: tuple[str, ...] = ("prefix",)
-    shapers: tuple[tuple[tuple[str, Any], ...], ...] = ((),)
-    fixtures: tuple[str, ...] = ("default",)
-    per_fixture: bool = True  # one cell per fixture; False: one cell runs all fixtures
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        for name in ("engines", "samplers", "policies", "shapers", "fixtures"):
-            if not getattr(self, name):
-                raise SweepError(f"--{name[:-1]}: the grid needs at least one value")
-        for p in self.policies:
-            try:
-                GatePolicy.parse(p)
-            except GateConfigError as exc:
-                raise SweepError(f"--policy '{p}': {exc}") from None
-
-    def cells(self) -> list[CellSpec]:
-        """Every compatible combination, in a stable order."""
-        fixture_sets = [(f,) for f in self.fixtures] if self.per_fixture else [tuple(self.fixtures)]
-        out = []
-        for engine in self.engines:
-            for sampler in self.samplers:
-                if not compatible(engine, sampler):
-                    continue
-                for policy in self.policies:
-                    for shaper in self.shapers:
-                        for fx in fixture_sets:
-                            out.append(CellSpec(engine, sampler, policy, shaper, fx, self.seed))
-        if not out:
-            raise SweepError("the grid has no compatible engine/sampler pair (engine 'ar' needs sampler "
-                             "'autoregressive' or 'default')")
-        return out
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"engines": list(self.engines), "samplers": list(self.samplers), "policies": list(self.policies),
-                "shapers": [dict(s) for s in self.shapers], "fixtures": list(self.fixtures),
-                "per_fixture": self.per_fixture, "seed": self.seed}
-
-
 # ---- running ---------------------------------------------------------------------------------------------
 
 def run_config_runner(cell: CellSpec, out_dir: Path) -> Path:
-    """The real runner: the pipeline's `voicelab.run.run_config(config, fixtures, out_dir)`."""
-    try:
-        from voicelab.run import run_config  # type: ignore[attr-defined]
-    except ImportError as exc:
-        raise SweepError(f"the pipeline runner is not available ({exc}); try --runner synthetic for a dry run") \
-            from None
+    """The real runner: the pipeline's `voicelab.runs.run.run_config(config, fixtures, out_dir)`."""
+    from voicelab.runs.run import run_config  # the pipeline (pipecat, torch) loads only for real cells
+
     return Path(run_config(cell.config(), list(cell.fixtures), out_dir))
 
 
-def _synthetic_runner(cell: CellSpec, out_dir: Path) -> Path:
-    from voicelab.synthetic import synthetic_cell_runner
-
-    return synthetic_cell_runner(cell, out_dir)
-
-
-RUNNERS: dict[str, CellRunner] = {"pipeline": run_config_runner, "synthetic": _synthetic_runner}
+RUNNERS: dict[str, CellRunner] = {"pipeline": run_config_runner, "synthetic": synthetic_cell_runner}
 
 
 def finished_run(cell_dir: Path) -> Path | None:
-    """The run folder of a finished cell (summary.json at most two levels down), else None."""
+    """The run folder of a finished cell (a sealed run folder at most two levels down), else None."""
     if not cell_dir.is_dir():
         return None
-    for pattern in ("summary.json", "*/summary.json", "*/*/summary.json"):
-        hits = sorted(cell_dir.glob(pattern))
+    for pattern in (SUMMARY, f"*/{SUMMARY}", f"*/*/{SUMMARY}"):
+        hits = [h.parent for h in sorted(cell_dir.glob(pattern)) if is_sealed(h.parent)]
         if hits:
-            return hits[0].parent
+            return hits[0]
     return None
 
 
@@ -291,9 +151,8 @@ def run_sweep(grid: SweepGrid, out_dir: str | Path, cell_runner: CellRunner | No
         raise SweepError(f"{sweep}: not a folder")
     cells = grid.cells()
     (sweep / "cells").mkdir(parents=True, exist_ok=True)
-    (sweep / "sweep.json").write_text(json.dumps(
-        {"grid": grid.to_dict(), "cells": [{"cell_id": c.cell_id, **c.config()} for c in cells]}, indent=1) + "\n",
-        encoding="utf-8")
+    write_json(sweep / "sweep.json", {"grid": grid.to_dict(), "cells": [{"cell_id": c.cell_id, **c.config()}
+                                                                        for c in cells]})
     res = SweepResult(sweep, cells)
     dirs = {c.cell_id: sweep / "cells" / c.cell_id for c in cells}
     todo = []
@@ -317,7 +176,7 @@ def run_sweep(grid: SweepGrid, out_dir: str | Path, cell_runner: CellRunner | No
         for c in todo:
             got = outcome.get(c.cell_id)
             run = finished_run(dirs[c.cell_id]) if isinstance(got, Path) else None
-            if isinstance(got, Path) and run is None and (got / "summary.json").is_file():
+            if isinstance(got, Path) and run is None and is_sealed(got):
                 run = got  # the runner wrote its run folder somewhere else
             if run is not None:
                 res.ran.append(c.cell_id)
@@ -325,7 +184,7 @@ def run_sweep(grid: SweepGrid, out_dir: str | Path, cell_runner: CellRunner | No
             else:
                 why = str(got) if isinstance(got, BaseException) else "the runner left no summary.json"
                 res.failed[c.cell_id] = why.splitlines()[0] if why else type(got).__name__
-    write_matrix(sweep, cells, res.runs)
+    write_sweep_matrix(sweep, cells, res.runs)
     res.pareto = pareto_table(cells, res.runs)
     res.pareto.to_csv(sweep / "pareto.csv", index=False)
     res.pareto_png = sweep / "pareto.png"
@@ -335,21 +194,20 @@ def run_sweep(grid: SweepGrid, out_dir: str | Path, cell_runner: CellRunner | No
     return res
 
 
-def write_matrix(sweep: Path, cells: Iterable[CellSpec], runs: Mapping[str, Path]) -> Path:
+def write_sweep_matrix(sweep: Path, cells: Iterable[CellSpec], runs: Mapping[str, Path]) -> Path:
+    """matrix.json of the finished cells, each summary with its cell id, label, fixtures and folder."""
     out = []
     for c in cells:
         run = runs.get(c.cell_id)
         if run is None:
             continue
         try:
-            summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+            summary = json.loads((run / SUMMARY).read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError) as exc:
-            raise SweepError(f"{run / 'summary.json'}: unreadable: {exc}") from None
+            raise SweepError(f"{run / SUMMARY}: unreadable: {exc}") from None
         out.append({"cell_id": c.cell_id, "label": c.config_label, "fixtures": list(c.fixtures),
                     "path": str(run), **summary})
-    path = sweep / "matrix.json"
-    path.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
-    return path
+    return write_matrix(sweep, out)
 
 
 # ---- Pareto ----------------------------------------------------------------------------------------------

@@ -30,9 +30,9 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from voicelab import onset
 from voicelab.analysis import AnalysisError, RunData, find_runs, load_run
-from voicelab.truth import TruthError, read_call_wav, summary_verdict
+from voicelab.measure import onset
+from voicelab.measure.truth import TruthError, read_call_wav, summary_verdict
 
 PARTS = ("endpointing_ms", "stt_ms", "engine_first_commit_ms", "gate_to_tts_ms", "tts_first_audio_ms",
          "playout_ms")

@@ -1,9 +1,8 @@
-"""`voicelab run`: recorded calls in, honest latency figures out (the run folder of RUNFOLDER.md).
+"""Recorded calls in, honest latency figures out: the main job behind `voicelab run`.
 
-Each configuration runs the fixtures one call at a time, in real time, through `voicelab.pipeline`, and
-writes DIR/<run_id>/ with config.json, events.jsonl (incrementally), calls/<call_id>.wav and .json,
-summary.json (`voicelab.metrics.summarize`, with the WAV truth figures) and turns.csv; the parquet tables
-come from `voicelab.analysis` when it is there. A matrix writes one such folder per configuration under
+Each configuration runs the fixtures one call at a time, in real time, through `voicelab.pipeline`, into a
+run folder written by `voicelab.runs.folder` (summary.json from `voicelab.measure.metrics.summarize`, with
+the WAV truth figures, written last as the seal). A matrix writes one run folder per configuration under
 DIR/<matrix_id>/ plus matrix.json. Tables per turn and overall are printed with rich.
 """
 
@@ -24,15 +23,22 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from loguru import logger
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from voicelab.events import Event, EventWriter
+from engines.protocol import EngineLike
+from voicelab.analysis.tables import write_parquet
+from voicelab.measure.events import Event, EventKind, EventWriter, read_events
+from voicelab.measure.truth import TruthError, analyze_run
+from voicelab.runs.folder import EVENTS, SUMMARY, RunFolder, write_matrix
 from voicelab.fixtures import Fixture, load_fixture, select
 from voicelab.gate import ShaperParams
-from voicelab.metrics import summarize, turn_table
-from voicelab.pipeline import PipelineConfig, PipelineConfigError, Resources, quiet_pipecat_logs, run_call
+from voicelab.measure.metrics import summarize, turn_table
+from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
+from voicelab.pipeline.resources import Resources
+from voicelab.pipeline.assembly import run_call
 
 
 def default_matrix(base: PipelineConfig | None = None) -> list[PipelineConfig]:
@@ -50,16 +56,6 @@ def _utc_stamp() -> str:
     return datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
 
 
-def _versions() -> dict[str, str | None]:
-    out: dict[str, str | None] = {"python": platform.python_version()}
-    for pkg in ("torch", "pipecat-ai", "piper-tts", "numpy", "voicelab", "pocketsphinx", "onnxruntime"):
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            out[pkg] = None
-    return out
-
-
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -73,9 +69,7 @@ def load_fixtures(specs: Sequence[str] | None) -> list[Fixture]:
 # ---- truth from the recording ----------------------------------------------------------------------------
 
 def truth_rows(run_dir: Path) -> tuple[list[dict[str, Any]] | None, str | None]:
-    """The WAV analyzer's rows for a run folder (`voicelab.truth`), or None and why not."""
-    from voicelab.truth import TruthError, analyze_run
-
+    """The WAV analyzer's rows for a run folder (`voicelab.measure.truth`), or None and why not."""
     try:
         return analyze_run(run_dir), None
     except TruthError as e:
@@ -84,46 +78,41 @@ def truth_rows(run_dir: Path) -> tuple[list[dict[str, Any]] | None, str | None]:
 
 # ---- one configuration -------------------------------------------------------------------------------------
 
-def write_config(run_dir: Path, run_id: str, cfg: PipelineConfig, res: Resources, fixtures: Sequence[Fixture],
-                 command: Sequence[str]) -> dict[str, Any]:
-    desc = res.engine.describe() if hasattr(res.engine, "describe") else {}
-    config = {
-        "run_id": run_id, "engine": cfg.engine_label(), "engine_arg": cfg.engine, "label": cfg.slug(),
-        "sampler": getattr(res.engine, "sampler", cfg.sampler), "sampler_config": desc.get("sampler_config"),
+def config_record(cfg: PipelineConfig, engine: EngineLike, fixtures: Sequence[Fixture]) -> dict[str, Any]:
+    """What config.json says of a configuration (the writer adds versions, host and command)."""
+    desc = engine.describe()
+    return {
+        "engine": cfg.engine_label(), "engine_arg": cfg.engine, "label": cfg.slug(),
+        "sampler": engine.sampler, "sampler_config": desc.get("sampler_config"),
         "engine_describe": desc, "policy": cfg.policy, "shaper": cfg.to_dict()["shaper"],
         "stt": cfg.stt, "vad": cfg.vad, "vad_start_secs": cfg.vad_start_secs, "vad_stop_secs": cfg.vad_stop_secs,
         "barge_in": cfg.barge_in, "turn": cfg.turn, "keep_leading_ms": cfg.keep_leading_ms,
         "sample_rate": cfg.sample_rate, "seed": cfg.seed, "pipeline": cfg.to_dict(),
         "fixtures": [{"name": f.name, "path": str(f.path), "sha256": _sha256(f.path)} for f in fixtures],
-        "command": list(command), "versions": _versions(),
-        "host": {"cpu_count": os.cpu_count(), "platform": platform.platform(), "machine": platform.machine()},
     }
-    (run_dir / "config.json").write_text(json.dumps(config, indent=2, default=str), encoding="utf-8")
-    return config
 
 
-def _write_turns_csv(path: Path, rows: list[dict[str, Any]]) -> None:
-    if not rows:
-        path.write_text("", encoding="utf-8")
-        return
-    with path.open("w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0]))
-        w.writeheader()
-        w.writerows(rows)
+def finish_run(folder: RunFolder, events: list[Event], meta: Mapping[str, Any]) -> dict[str, Any]:
+    """turns.csv, the truth figures, the Parquet tables, then summary.json (the seal). Returns the summary."""
+    folder.write_turns_csv(turn_table(events))
+    truth, note = truth_rows(folder.path)
+    summary = summarize(events, {"run_id": folder.run_id, **dict(meta)}, truth=truth)
+    notes = [n for n in (note, _write_tables(folder.path, events, truth)) if n]
+    folder.write_notes(notes)
+    folder.seal(summary)
+    return summary
 
 
 def _write_tables(run_dir: Path, events: list[Event], truth: list[dict[str, Any]] | None) -> str | None:
-    """events/turns/chunks .parquet (`voicelab.analysis`); a note instead of a crash if that fails."""
-    from voicelab.analysis import write_parquet
-
+    """events/turns/chunks .parquet; a note instead of a crash if that fails (summary.json still seals)."""
     try:
         write_parquet(run_dir, truth_rows=truth, events=events)
-    except Exception as e:  # events.jsonl and summary.json are already written; readers fall back to them
+    except Exception as e:
         return f"parquet tables not written: {type(e).__name__}: {e}"
     return None
 
 
-async def _run_calls(cfg: PipelineConfig, res: Resources, fixtures: Sequence[Fixture], run_dir: Path,
+async def _run_calls(cfg: PipelineConfig, res: Resources, fixtures: Sequence[Fixture], folder: RunFolder,
                      writer: EventWriter, progress: Progress | None, **call_kw: Any) -> list[Event]:
     events: list[Event] = []
     task = None
@@ -134,11 +123,10 @@ async def _run_calls(cfg: PipelineConfig, res: Resources, fixtures: Sequence[Fix
         if progress is not None and task is not None:
             progress.update(task, description=f"{cfg.slug()} · {fx.name}")
         try:
-            result = await run_call(fx, cfg, res, call_id, calls_dir=run_dir / "calls", writer=writer, **call_kw)
+            result = await run_call(fx, cfg, res, call_id, writer=writer, **call_kw)
+            folder.write_call(call_id, result.stereo, result.sample_rate, result.meta)
             events.extend(result.log.events)
         except Exception as e:  # a broken call is an error row; the run goes on
-            from voicelab.events import EventKind
-
             err = Event(call_id, -1, 0, str(EventKind.ERROR), {"where": "call", "message": f"{type(e).__name__}: {e}"})
             writer.write(err)
             events.append(err)
@@ -173,38 +161,25 @@ def as_fixtures(fixtures: Sequence[Fixture | str | Path]) -> list[Fixture]:
 def run_config(config: PipelineConfig | Mapping[str, Any], fixtures: Sequence[Fixture | str | Path], out_dir: Path,
                *, run_dir: Path | None = None, command: Sequence[str] = (), progress: Progress | None = None,
                resources: Resources | None = None, **call_kw: Any) -> Path:
-    """Run every fixture under one configuration; return the run folder (out_dir/<run_id> unless `run_dir`).
-
-    The folder holds config.json, events.jsonl, calls/, turns.csv, summary.json and the parquet tables.
-    """
+    """Run every fixture under one configuration; return the sealed run folder (out_dir/<run_id> unless
+    `run_dir`)."""
     cfg = as_config(config)
     fxs = as_fixtures(fixtures)
     if run_dir is None:
         run_dir = Path(out_dir) / f"{_utc_stamp()}-{cfg.slug()}"
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "calls").mkdir(exist_ok=True)
-    from loguru import logger
-
+    res = resources or Resources(cfg)  # before the folder: a model that fails to load leaves no folder
+    folder = RunFolder.create(run_dir)
     sink = logger.add(str(run_dir / "pipecat.log"), level="WARNING")
-    res = resources or Resources(cfg)
-    run_id = run_dir.name
     try:
-        config_json = write_config(run_dir, run_id, cfg, res, fxs, command)
-        with EventWriter(run_dir / "events.jsonl") as writer:
-            events = asyncio.run(_run_calls(cfg, res, fxs, run_dir, writer, progress, **call_kw))
+        config_json = folder.write_config(config_record(cfg, res.engine, fxs), command)
+        with folder.events_writer() as writer:
+            events = asyncio.run(_run_calls(cfg, res, fxs, folder, writer, progress, **call_kw))
     finally:
         if resources is None:
             res.close()
         logger.remove(sink)
-    rows = turn_table(events)
-    _write_turns_csv(run_dir / "turns.csv", rows)
-    truth, note = truth_rows(run_dir)
-    summary = summarize(events, {"run_id": run_id, "engine": config_json["engine"],
-                                 "sampler": config_json["sampler"], "policy": cfg.policy}, truth=truth)
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    notes = [n for n in (note, _write_tables(run_dir, events, truth)) if n]
-    if notes:
-        (run_dir / "notes.txt").write_text("\n".join(notes) + "\n", encoding="utf-8")
+    finish_run(folder, events, {"engine": config_json["engine"], "sampler": config_json["sampler"],
+                                "policy": cfg.policy})
     return run_dir
 
 
@@ -212,7 +187,6 @@ def run_fixtures(fixture_specs: Sequence[str] | None, configs: Sequence[Pipeline
                  matrix: bool = False, command: Sequence[str] = (), console: Console | None = None,
                  **call_kw: Any) -> Path:
     """The main job: every configuration over the fixtures, tables printed. Returns the run (matrix) folder."""
-    quiet_pipecat_logs("ERROR")
     fixtures = load_fixtures(fixture_specs)
     console = console or Console(width=None if sys.stdout.isatty() else 160)
     stamp = _utc_stamp()
@@ -224,24 +198,18 @@ def run_fixtures(fixture_specs: Sequence[str] | None, configs: Sequence[Pipeline
         for cfg in configs:
             run_dir = root / cfg.slug() if matrix else root
             run_config(cfg, fixtures, out, run_dir=run_dir, command=command, progress=progress, **call_kw)
-            summaries.append(json.loads((run_dir / "summary.json").read_text(encoding="utf-8")))
+            summaries.append(json.loads((run_dir / SUMMARY).read_text(encoding="utf-8")))
     for cfg, s in zip(configs, summaries, strict=True):
         run_dir = root / cfg.slug() if matrix else root
-        print_turns(console, turn_table(_read_events(run_dir / "events.jsonl")), title=f"{s['run_id']}: per turn")
+        print_turns(console, turn_table(read_events(run_dir / EVENTS)), title=f"{s['run_id']}: per turn")
         notes = run_dir / "notes.txt"
         if notes.is_file():
             console.print(f"[dim]{notes.read_text(encoding='utf-8').strip()}[/dim]")
     if matrix:
-        (root / "matrix.json").write_text(json.dumps(summaries, indent=2), encoding="utf-8")
+        write_matrix(root, summaries)
     print_summary(console, summaries)
     console.print(f"run folder: {root}  ({time.monotonic() - t0:.0f} s)")
     return root
-
-
-def _read_events(path: Path) -> list[Event]:
-    from voicelab.events import read_events
-
-    return read_events(path)
 
 
 # ---- tables ------------------------------------------------------------------------------------------------

@@ -40,9 +40,9 @@ from pipecat.processors.frame_processor import FrameDirection
 from pipecat.services.settings import TTSSettings
 from pipecat.services.tts_service import TTSService
 
-from voicelab.events import EventKind
-from voicelab.gate_processor import ChunkTextFrame, PlayoutMarkFrame
-from voicelab.observers import CallLog
+from voicelab.measure.calllog import CallLog
+from voicelab.measure.events import EventKind
+from voicelab.pipeline.frames import ChunkTextFrame, PlayoutMarkFrame
 
 K = EventKind
 MARK_SAMPLES_MS = 10  # the output transport's chunk: marks fall on these boundaries

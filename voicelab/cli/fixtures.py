@@ -6,15 +6,11 @@ from pathlib import Path
 
 import typer
 
+from voicelab.cli.common import fail
 from voicelab.fixtures import FIXTURES_ROOT, FixtureError, check_fixture, discover, load_fixture, select
 
 fixtures_app = typer.Typer(help="Recorded call fixtures: check, list, build.", no_args_is_help=True,
                            add_completion=False)
-
-
-def _fail(msg: str, code: int = 1) -> typer.Exit:
-    typer.echo(f"error: {msg}", err=True)
-    return typer.Exit(code)
 
 
 @fixtures_app.command("check")
@@ -23,7 +19,7 @@ def check(paths: list[Path] = typer.Argument(..., help="fixture folders, fixture
     try:
         files = discover(paths)
     except FixtureError as e:
-        raise _fail(str(e)) from None
+        fail(str(e))
     bad = 0
     for f in files:
         problems = check_fixture(f)
@@ -50,23 +46,23 @@ def list_(specs: list[str] = typer.Argument(None, help="'default', 'all' (the de
             kind = "recording" if fx.recording else f"{n} turn{'s' if n != 1 else ''}"
             typer.echo(f"{fx.name:28s} {kind:10s} {fx.caller_audio_s:5.1f} s  {fx.description}")
     except FixtureError as e:
-        raise _fail(str(e)) from None
+        fail(str(e))
 
 
 @fixtures_app.command("build")
 def build(out: Path = typer.Option(Path("audio_fixtures"), help="where to write the suite"),
           only: list[str] = typer.Option(None, "--only", help="build just these fixtures (repeatable)")) -> None:
     """Generate the suite's clips and fixture.json files (espeak-ng and Piper callers)."""
-    from voicelab.fixtures_build import BuildError, build_suite  # piper loads only when building
+    from voicelab.fixtures.build import BuildError, build_suite  # piper (and espeak) load only when building
 
     try:
         written = build_suite(out, only or None)
     except BuildError as e:
-        raise _fail(str(e)) from None
+        fail(str(e))
     problems = [p for f in written for p in check_fixture(f)]
     for f in written:
         typer.echo(f"built {f}")
     if problems:
         for p in problems:
             typer.echo(f"  {p}", err=True)
-        raise _fail(f"{len(problems)} problems in the built fixtures")
+        fail(f"{len(problems)} problems in the built fixtures")

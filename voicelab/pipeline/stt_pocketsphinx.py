@@ -33,8 +33,8 @@ from pipecat.services.settings import STTSettings
 from pipecat.services.stt_service import STTService
 from pipecat.utils.time import time_now_iso8601
 
+from voicelab.measure.calllog import CallLog
 from voicelab.normalize import spoken_numbers_to_digits
-from voicelab.observers import CallLog
 
 _END = object()  # decode queue sentinel: finalize the utterance
 _START = object()

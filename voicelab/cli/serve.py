@@ -1,12 +1,17 @@
-"""`voicelab serve`: the live mic demo (wired in voicelab/cli.py as `app.command("serve")(serve)`)."""
+"""`voicelab serve`: the live mic demo."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 import typer
+import uvicorn
 
-from voicelab.pipeline import TURN_HELP
+from voicelab.cli.common import fail, quiet_pipecat_logs
+from voicelab.gate import GateConfigError
+from voicelab.pipeline.config import TURN_HELP, PipelineConfig, PipelineConfigError
+from voicelab.web.app import ServeError, ServeOptions, create_app
+from voicelab.web.session import ResourcePool
 
 
 def serve(
@@ -21,29 +26,20 @@ def serve(
     max_sessions: Annotated[int, typer.Option(help="concurrent browser sessions; more get a 'busy' message")] = 2,
 ) -> None:
     """Serve the live mic demo: speak in the browser, watch the canvas resolve and the latency meter."""
-    from voicelab.gate import GateConfigError
-    from voicelab.pipeline import PipelineConfig, PipelineConfigError, quiet_pipecat_logs
-    from voicelab.web.app import ServeError, ServeOptions, create_app
-    from voicelab.web.session import ResourcePool
-
     try:
         cfg = PipelineConfig(engine=engine, sampler=sampler, policy=policy, vad=vad, stt=stt, turn=turn)
         options = ServeOptions(pipeline=cfg, max_sessions=max_sessions)
     except (PipelineConfigError, GateConfigError, ServeError) as e:
-        _fail(str(e))
-        return
+        fail(str(e))
     if not 0 < port < 65536:
-        _fail(f"port: {port} is not a TCP port")
+        fail(f"port: {port} is not a TCP port")
     quiet_pipecat_logs("WARNING")
     pool = ResourcePool()
     typer.echo(f"loading {cfg.engine_label()} ({cfg.sampler or 'default sampler'}) and the Piper voice…")
     try:
         pool.preload(cfg)  # fail here, with a message, rather than in the first browser session
     except Exception as e:  # CheckpointError, a missing voice package, a bad sampler name ...
-        _fail(f"engine: {e}")
-        return
-    import uvicorn
-
+        fail(f"engine: {e}")
     app = create_app(options, pool=pool)
     shown = "localhost" if host in ("127.0.0.1", "::1") else host
     typer.echo(f"voicelab live demo on http://{shown}:{port}/  (Ctrl-C to stop)")
@@ -51,8 +47,3 @@ def serve(
         uvicorn.run(app, host=host, port=port, log_level="warning")
     finally:
         pool.close()
-
-
-def _fail(msg: str) -> None:
-    typer.echo(f"error: {msg}", err=True)
-    raise typer.Exit(2)

@@ -4,8 +4,8 @@ A finished run folder (RUNFOLDER contract) holds three Parquet tables written by
 
 - `events.parquet`: one row per event of events.jsonl (the payload kept whole as JSON, common fields lifted
   into columns);
-- `turns.parquet`: one row per caller utterance, the per-turn table of `voicelab.metrics.turn_table` plus the
-  WAV analyzer's figures (`voicelab.truth`) and their differences;
+- `turns.parquet`: one row per caller utterance, the per-turn table of `voicelab.measure.metrics.turn_table` plus the
+  WAV analyzer's figures (`voicelab.measure.truth`) and their differences;
 - `chunks.parquet`: one row per gate chunk (commit), with when it was sent to TTS, first synthesized, started
   and stopped playing, and what of it was heard.
 
@@ -28,6 +28,7 @@ dicts), from the Parquet files when present and otherwise from events.jsonl (a c
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,8 +38,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from voicelab.events import Event, EventKind, EventLogError, read_events
-from voicelab.metrics import summarize, turn_table
+from voicelab.measure.events import Event, EventKind, EventLogError, read_events
+from voicelab.measure.metrics import summarize, turn_table
 
 K = EventKind
 SCHEMA_VERSION = "1"
@@ -65,7 +66,7 @@ SCHEMA: dict[str, list[Column]] = {
         Column("turn", _I, "caller utterance index (reply turn for reply-path events); -1 for call-level rows"),
         Column("t_ns", pa.int64(), "nanoseconds on the call clock (zero at call start)"),
         Column("t_ms", _F, "t_ns in milliseconds"),
-        Column("kind", _S, "event kind (voicelab.events.EventKind)"),
+        Column("kind", _S, "event kind (voicelab.measure.events.EventKind)"),
         Column("chunk_id", _I, "payload.chunk_id for gate/TTS/playout rows, else null"),
         Column("step", _I, "payload.step for engine_snapshot rows, else null"),
         Column("text", _S, "payload.text when present (caller text, STT text, snapshot text, chunk text)"),
@@ -100,7 +101,7 @@ SCHEMA: dict[str, list[Column]] = {
         Column("cancelled", _B, "the generation was cancelled"),
         Column("chunks", _I, "gate commits of the reply"),
         Column("errors", _I, "error events of the reply"),
-        Column("truth_far_ms", _F, "FAR re-derived from the recorded WAV (voicelab.truth)"),
+        Column("truth_far_ms", _F, "FAR re-derived from the recorded WAV (voicelab.measure.truth)"),
         Column("truth_stop_latency_ms", _F, "stop latency re-derived from the recorded WAV"),
         Column("far_diff_ms", _F, "far_ms - truth_far_ms"),
         Column("stop_diff_ms", _F, "stop_latency_ms - truth_stop_latency_ms"),
@@ -290,7 +291,7 @@ def write_parquet(run_dir: str | Path, truth_rows: Iterable[Mapping[str, Any]] |
     rid = _run_id(run, config)
     evs = list(events) if events is not None else _read_run_events(run)
     if truth_rows is None and (run / "calls").is_dir():
-        from voicelab.truth import TruthError, analyze_run
+        from voicelab.measure.truth import TruthError, analyze_run
 
         try:
             truth_rows = analyze_run(run)
@@ -301,7 +302,9 @@ def write_parquet(run_dir: str | Path, truth_rows: Iterable[Mapping[str, Any]] |
     out = {}
     for name, rows in tables.items():
         path = run / f"{name}.parquet"
-        pq.write_table(_table(name, rows, path), path)
+        tmp = path.with_name(f".{path.name}.tmp")  # a reader never sees half a table
+        pq.write_table(_table(name, rows, path), tmp)
+        os.replace(tmp, path)
         out[name] = path
     return out
 
@@ -347,7 +350,7 @@ class RunData:
         return pd.concat([sub.drop(columns=["payload"]), expanded], axis=1)
 
     def event_list(self) -> list[Event]:
-        """The events back as `voicelab.events.Event`s (for voicelab.metrics)."""
+        """The events back as `voicelab.measure.events.Event`s (for voicelab.measure.metrics)."""
         return [Event(r.call_id, int(r.turn), int(r.t_ns), r.kind, json.loads(r.payload))
                 for r in self.events.itertuples(index=False)]
 
@@ -402,7 +405,7 @@ def load_run(path: str | Path) -> RunData:
         evs = _read_run_events(run)
         truth_rows = None
         if (run / "calls").is_dir():
-            from voicelab.truth import TruthError, analyze_run
+            from voicelab.measure.truth import TruthError, analyze_run
 
             try:
                 truth_rows = analyze_run(run)

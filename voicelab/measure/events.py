@@ -1,6 +1,6 @@
 """The event rows of DESIGN.md §3: schema, payload contract and JSON-lines I/O.
 
-Pure Python (no pipecat, no torch). Every observer writes `Event`s; `voicelab.metrics` reads them.
+Pure Python (no pipecat, no torch). Every observer writes `Event`s; `voicelab.measure.metrics` reads them.
 
 Turn attribution (the contract the metrics rely on):
 - caller events (`caller_clip_*`, `caller_speech_*`) carry the fixture index of their utterance;

@@ -1,4 +1,4 @@
-"""The `voicelab run` command (a typer command function; voicelab/cli.py registers it)."""
+"""`voicelab run`: recorded calls through the voice pipeline, the run folder, the tables."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from pathlib import Path
 
 import typer
 
+from engines.errors import CheckpointError
+from voicelab.cli.common import fail, quiet_pipecat_logs
+from voicelab.fixtures import FixtureError
 from voicelab.gate import GateConfigError, ShaperParams
-
-
-def _fail(msg: str) -> typer.Exit:
-    typer.echo(f"error: {msg}", err=True)
-    return typer.Exit(2)
+from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
+from voicelab.runs.run import default_matrix, run_fixtures
 
 
 def run(
@@ -39,14 +39,7 @@ def run(
     keep_leading_ms: float = typer.Option(20.0, help="Piper leading silence kept per chunk (-1: keep all)"),
 ) -> None:
     """Run recorded calls through the voice pipeline in real time; write the run folder and print tables."""
-    from loguru import logger
-
-    logger.remove()  # before pipecat is imported: its banner and DEBUG chatter stay out of the tables
-    logger.add(sys.stderr, level="ERROR")
-    from voicelab.fixtures import FixtureError
-    from voicelab.pipeline import PipelineConfig, PipelineConfigError
-    from voicelab.run import default_matrix, run_fixtures
-
+    quiet_pipecat_logs("ERROR")  # pipecat's DEBUG chatter stays out of the tables
     try:
         shaper = ShaperParams(min_words=min_words, max_words=max_words, max_hold_ms=max_hold_ms,
                               first_min_words=first_chunk_words)
@@ -56,11 +49,5 @@ def run(
                               keep_leading_ms=None if keep_leading_ms < 0 else keep_leading_ms)
         configs = default_matrix(base) if matrix else [base]
         run_fixtures(fixtures, configs, out, matrix=matrix, command=list(sys.argv))
-    except (FixtureError, PipelineConfigError, GateConfigError) as e:
-        raise _fail(str(e)) from None
-    except Exception as e:  # engine checkpoints and trace files raise their own one-line errors
-        from engines.errors import CheckpointError
-
-        if isinstance(e, CheckpointError):
-            raise _fail(str(e)) from None
-        raise
+    except (FixtureError, PipelineConfigError, GateConfigError, CheckpointError) as e:
+        fail(str(e))

@@ -1,0 +1,1 @@
+"""The voice pipeline: pipecat processors (one per file), every custom frame, the config and the assembly."""

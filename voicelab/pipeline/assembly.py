@@ -1,0 +1,184 @@
+"""Assembly of the voice pipeline, and one recorded call through it.
+
+    fixture player ─► STT ─► user aggregator (VAD + turn) ─► engine LLM ─► gate ─► Piper TTS
+        ─► recording speaker ─► assistant aggregator (context keeps the words played)
+
+`build_core` makes the processors between the recognizer and the speaker (shared by `voicelab run` and
+`voicelab serve`); `run_call` plays one fixture through a fresh pipeline in real time and returns the call's
+events, recording and ground truth. The run folder is written by `voicelab.runs`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from pipecat.frames.frames import EndFrame
+from pipecat.pipeline.pipeline import Pipeline
+from pipecat.pipeline.worker import PipelineParams, PipelineWorker
+from pipecat.processors.aggregators.llm_context import LLMContext
+from pipecat.processors.aggregators.llm_response_universal import (
+    LLMContextAggregatorPair,
+    LLMUserAggregatorParams,
+)
+from pipecat.workers.runner import WorkerRunner
+
+from engines.protocol import EngineLike
+from voicelab.fixtures.format import Fixture
+from voicelab.gate import ToolCall
+from voicelab.measure.calllog import CallLog
+from voicelab.measure.events import EventKind, EventWriter
+from voicelab.measure.recording import CallRecorder
+from voicelab.pipeline.config import PipelineConfig
+from voicelab.pipeline.fixture_input import FixturePlayerInput
+from voicelab.pipeline.gate_processor import GateProcessor
+from voicelab.pipeline.llm_service import EngineLLMService
+from voicelab.pipeline.observers import EventObserver
+from voicelab.pipeline.recording_output import RecordingOutput
+from voicelab.pipeline.resources import Resources
+from voicelab.pipeline.stt_pocketsphinx import PocketsphinxSTTService, TranscriptSTTService
+from voicelab.pipeline.tts_piper import PiperTTSService
+from voicelab.pipeline.turns import turn_strategies, vad_analyzer
+
+K = EventKind
+
+
+@dataclass
+class CallResult:
+    call_id: str
+    fixture: Fixture
+    log: CallLog
+    stereo: np.ndarray  # the recorded call: frames x (caller, bot), int16
+    sample_rate: int
+    meta: dict[str, Any]  # calls/<id>.json: ground truth, schedule, context, tool calls
+    truth: list[dict[str, Any]]
+    duration_s: float
+    player_max_lag_ms: float
+    context: list[dict[str, Any]]
+    tool_calls: list[dict[str, Any]]
+    errors: int
+
+
+@dataclass
+class Core:
+    """The processors between the recognizer and the speaker, shared by `voicelab run` and `voicelab serve`."""
+
+    context: Any
+    user_agg: Any
+    llm: Any
+    gate: Any
+    tts: Any
+    asst_agg: Any
+    tools: list[dict[str, Any]]
+
+    @property
+    def middle(self) -> list[Any]:
+        """user aggregator -> engine -> gate -> TTS: what goes between the STT and the output transport."""
+        return [self.user_agg, self.llm, self.gate, self.tts]
+
+
+def build_core(cfg: PipelineConfig, log: CallLog, *, engine: EngineLike, voice: Any, vad: Any = None,
+               strategies: Any = None, tts_factory: Any = None) -> Core:
+    """Context, aggregators, engine service, gate and TTS for one call; the caller adds both ends.
+
+    The assistant aggregator goes after the output transport (it keeps only what was played); executed
+    tool calls are logged and put back into the engine's history.
+    """
+    context = LLMContext()
+    user_agg, asst_agg = LLMContextAggregatorPair(
+        context,
+        user_params=LLMUserAggregatorParams(
+            vad_analyzer=vad if vad is not None else vad_analyzer(cfg),
+            user_turn_strategies=strategies if strategies is not None else turn_strategies(cfg),
+            user_turn_stop_timeout=3.0),
+    )
+    llm = EngineLLMService(engine, log)
+    tools: list[dict[str, Any]] = []
+
+    def tool_handler(call: ToolCall, turn: int) -> None:
+        tools.append({"turn": turn, **call.to_payload()})
+        llm.remember_tool_call(call.raw)
+
+    gate = GateProcessor(log, cfg.policy, cfg.shaper, tool_handler=tool_handler)
+    make_tts = tts_factory or PiperTTSService
+    tts = make_tts(voice=voice, log=log, sample_rate=cfg.sample_rate, keep_leading_ms=cfg.keep_leading_ms)
+
+    @asst_agg.event_handler("on_assistant_turn_stopped")
+    async def _on_assistant_turn_stopped(_agg: Any, message: Any) -> None:
+        log.log(K.CONTEXT_UPDATE, log.request_turn,
+                {"content": message.content, "interrupted": bool(message.interrupted)})
+
+    return Core(context, user_agg, llm, gate, tts, asst_agg, tools)
+
+
+async def run_call(fixture: Fixture, cfg: PipelineConfig, res: Resources, call_id: str, *,
+                   writer: EventWriter | None = None,
+                   tts_factory: Any = None, engine: Any = None, max_extra_s: float = 60.0) -> CallResult:
+    """Play one fixture through a fresh pipeline in real time; return what the run folder keeps of it.
+
+    `tts_factory(voice=, log=, sample_rate=, keep_leading_ms=)` and `engine` replace the TTS and the engine
+    (tests inject failing ones); by default they come from `res`.
+    """
+    sr = cfg.sample_rate
+    log = CallLog(call_id, writer)
+    scheduler = fixture.scheduler(no_reply_timeout_s=cfg.no_reply_timeout_s)
+    recorder = CallRecorder(sr, seconds=30.0)
+    script_s = sum(t.duration_s + t.start.delay_s for t in fixture.turns)
+    worker_box: dict[str, Any] = {}
+
+    async def end_call() -> None:
+        w = worker_box.get("worker")
+        if w is not None:
+            await w.queue_frame(EndFrame())
+
+    def on_done() -> None:
+        asyncio.get_running_loop().create_task(end_call())
+
+    player = FixturePlayerInput(fixture, scheduler, log, recorder, on_done=on_done,
+                                max_call_s=script_s + cfg.no_reply_timeout_s * len(fixture.turns) + max_extra_s)
+    stt: Any = (PocketsphinxSTTService(decoder=res.decoder, sample_rate=sr) if cfg.stt == "pocketsphinx"
+                else TranscriptSTTService(log, sample_rate=sr))
+    core = build_core(cfg, log, engine=engine if engine is not None else res.engine, voice=res.voice,
+                      tts_factory=tts_factory)
+    context, tools = core.context, core.tools
+    out = RecordingOutput(log, recorder, scheduler)
+
+    pipeline = Pipeline([player, stt, *core.middle, out, core.asst_agg])
+    worker = PipelineWorker(
+        pipeline, params=PipelineParams(audio_in_sample_rate=sr, audio_out_sample_rate=sr),
+        observers=[EventObserver(log)], idle_timeout_secs=None, enable_rtvi=False, enable_turn_tracking=False,
+    )
+    worker_box["worker"] = worker
+    runner = WorkerRunner(handle_sigint=False)
+    await runner.add_workers(worker)
+
+    async def watchdog() -> None:
+        await player.done.wait()
+        await asyncio.sleep(10.0)  # EndFrame should have ended it by now
+        await worker.cancel()
+
+    dog = asyncio.get_running_loop().create_task(watchdog())
+    try:
+        await runner.run()
+    finally:
+        dog.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await dog
+    out.finish()
+    end_ns = max(log.now_ns(), recorder.end * 1_000_000_000 // sr)
+    log.log(K.CALL_END, -1, {"errors": log.errors}, t_ns=end_ns)
+
+    truth = [{"turn": u.turn, "clip_start_s": u.clip_start_ns / 1e9, "clip_end_s": u.clip_end_ns / 1e9,
+              "speech_start_s": u.speech_start_ns / 1e9, "speech_end_s": u.speech_end_ns / 1e9,
+              "expect": u.expect, "text": u.text} for u in log.utterances]
+    meta = {"fixture": fixture.name, "fixture_path": str(fixture.path), "utterances": truth,
+            "scheduled": [asdict(c) for c in scheduler.scheduled()],
+            "context": context.get_messages(), "tool_calls": tools,
+            "player_max_lag_ms": round(player.stats.max_lag_ms, 1)}
+    return CallResult(call_id=call_id, fixture=fixture, log=log, stereo=recorder.stereo(), sample_rate=sr,
+                      meta=meta, truth=truth, duration_s=recorder.end / sr,
+                      player_max_lag_ms=player.stats.max_lag_ms,
+                      context=list(context.get_messages()), tool_calls=tools, errors=log.errors)

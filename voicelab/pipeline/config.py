@@ -1,0 +1,102 @@
+"""`PipelineConfig`: which engine, sampler, gate policy, phrase shaper, STT, VAD, turn and barge-in strategies.
+
+Defaults: Silero VAD (stop_secs 0.12, pipecat's default is 0.2) and smart-turn v3 from the pipecat wheel (a
+turn that sounds unfinished ends after 2 s of silence), streaming pocketsphinx, barge-in `words:3` (while the
+bot talks a user turn, and so an interruption, needs three recognised words: backchannels such as "uh huh"
+pass; `vad` stops the bot on any speech, faster but it takes backchannels for barge-ins), the pinned gate with
+a short first chunk, Piper with leading silence trimmed.
+
+Plain Python (no pipecat): the CLI, the run writer and the web app validate options through it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from voicelab.gate import GatePolicy, ShaperParams
+
+BARGE_IN_HELP = "vad (any speech stops the bot) or words:N (N recognised words while the bot talks)"
+TURN_HELP = ("smart[:S] (smart-turn v3 after the VAD stop; an unfinished-sounding turn ends after S s of "
+             "silence, default 2) or timeout:S (S seconds of silence)")
+
+
+class PipelineConfigError(ValueError):
+    """A bad pipeline setting; the message names the field."""
+
+
+@dataclass
+class PipelineConfig:
+    """One configuration of the pipeline (see the module doc). `label` names it in reports."""
+
+    engine: str = "diffusion"  # "diffusion", "ar", a checkpoint folder, or "replay:TRACE.jsonl"
+    sampler: str | None = None  # None: the engine's default (threshold / autoregressive)
+    policy: str = "pinned"
+    shaper: ShaperParams = field(default_factory=ShaperParams)
+    stt: str = "pocketsphinx"  # or "transcript"
+    vad: str = "silero"  # or "webrtc"
+    vad_start_secs: float = 0.2
+    vad_stop_secs: float = 0.12  # lever: pipecat defaults to 0.2; smart-turn guards mid-sentence pauses
+    barge_in: str = "words:3"
+    turn: str = "smart"
+    sample_rate: int = 16000
+    keep_leading_ms: float | None = 20.0  # Piper's leading silence kept before each chunk
+    no_reply_timeout_s: float = 6.0
+    seed: int = 0
+    label: str | None = None
+
+    def __post_init__(self) -> None:
+        GatePolicy.parse(self.policy)
+        if self.stt not in ("pocketsphinx", "transcript"):
+            raise PipelineConfigError(f"stt: '{self.stt}' is not pocketsphinx or transcript")
+        if self.vad not in ("silero", "webrtc"):
+            raise PipelineConfigError(f"vad: '{self.vad}' is not silero or webrtc")
+        self.barge_in_words()
+        self.turn_timeout()
+        if not 0.0 < self.vad_stop_secs <= 3.0:
+            raise PipelineConfigError(f"vad_stop_secs: {self.vad_stop_secs} is not in (0, 3]")
+        if not 0.0 < self.vad_start_secs <= 1.0:
+            raise PipelineConfigError(f"vad_start_secs: {self.vad_start_secs} is not in (0, 1]")
+        if self.sample_rate != 16000:
+            raise PipelineConfigError("sample_rate: the pipeline runs at 16000 Hz (Silero, smart-turn, pocketsphinx)")
+
+    def barge_in_words(self) -> int | None:
+        """None for VAD barge-in, else the word count."""
+        if self.barge_in == "vad":
+            return None
+        kind, _, n = self.barge_in.partition(":")
+        if kind != "words" or not n.isdigit() or int(n) < 1:
+            raise PipelineConfigError(f"barge_in: '{self.barge_in}' is not {BARGE_IN_HELP}")
+        return int(n)
+
+    def turn_timeout(self) -> tuple[str, float]:
+        """("smart", max silence for an unfinished turn) or ("timeout", silence timeout), in seconds."""
+        kind, _, s = self.turn.partition(":")
+        if kind == "smart" and not s:
+            return "smart", 2.0
+        try:
+            value = float(s)
+        except ValueError:
+            value = -1.0
+        if kind not in ("smart", "timeout") or value <= 0:
+            raise PipelineConfigError(f"turn: '{self.turn}' is not {TURN_HELP}")
+        return kind, value
+
+    def engine_label(self) -> str:
+        if self.engine.startswith("replay:"):
+            return "replay"
+        return self.engine if self.engine in ("diffusion", "ar") else Path(self.engine).name
+
+    def slug(self) -> str:
+        """Short config name for folder names, e.g. diffusion-threshold-pinned."""
+        if self.label:
+            return self.label
+        policy = self.policy.replace(":", "")
+        sampler = self.sampler or {"diffusion": "threshold", "ar": "autoregressive"}.get(self.engine, "default")
+        return "-".join([self.engine_label(), sampler, policy])
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["shaper"] = asdict(self.shaper)
+        return d

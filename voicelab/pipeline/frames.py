@@ -1,0 +1,56 @@
+"""Every custom frame of the voice pipeline, in one place.
+
+`SnapshotFrame` carries one engine step from the LLM service to the gate; `ChunkTextFrame` carries a
+committed chunk from the gate to the TTS; `PlayoutMarkFrame` rides in the TTS's audio stream so the output
+side knows when each word starts to be heard.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pipecat.frames.frames import AggregatedTextFrame, DataFrame
+
+from engines.snapshot import Snapshot
+
+CHUNK_TEXT_TYPE = "stable_chunk"
+
+
+@dataclass
+class SnapshotFrame(DataFrame):
+    """One engine step. `ack` is set by the consumer once it has fed (and pinned) this snapshot."""
+
+    snapshot: Snapshot | None = None
+    gen_id: int = 0
+    turn: int = -1
+    pin: Callable[[int], None] | None = None
+    ack: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+@dataclass
+class ChunkTextFrame(AggregatedTextFrame):
+    """A committed chunk for TTS; `chunk_id` is unique within the call, `turn` is the reply turn."""
+
+    chunk_id: int = 0
+    turn: int = -1
+
+
+@dataclass
+class PlayoutMarkFrame(DataFrame):
+    """Put in the audio stream by the TTS right before the audio of word `word_index` of a chunk.
+
+    `word_index == len(words)` marks the end of the chunk's audio. The output transport sees it when all
+    audio before it has been handed to the speaker, so it knows when that word starts to be heard.
+    """
+
+    chunk_id: int = 0
+    turn: int = -1
+    word_index: int = 0
+    words: list[str] = field(default_factory=list)
+    text: str = ""
+
+    @property
+    def is_end(self) -> bool:
+        return self.word_index >= len(self.words)

@@ -1,0 +1,72 @@
+"""The VAD and the user-turn strategies (turn start / barge-in, turn end) a configuration asks for."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pipecat.audio.turn.smart_turn.base_smart_turn import SmartTurnParams
+from pipecat.audio.turn.smart_turn.local_smart_turn_v3 import LocalSmartTurnAnalyzerV3
+from pipecat.audio.vad.silero import SileroVADAnalyzer
+from pipecat.audio.vad.vad_analyzer import VADAnalyzer, VADParams
+from pipecat.frames.frames import (
+    BotStartedSpeakingFrame,
+    BotStoppedSpeakingFrame,
+    VADUserStartedSpeakingFrame,
+)
+from pipecat.turns.types import ProcessFrameResult
+from pipecat.turns.user_start.min_words_user_turn_start_strategy import MinWordsUserTurnStartStrategy
+from pipecat.turns.user_start.transcription_user_turn_start_strategy import TranscriptionUserTurnStartStrategy
+from pipecat.turns.user_start.vad_user_turn_start_strategy import VADUserTurnStartStrategy
+from pipecat.turns.user_stop.speech_timeout_user_turn_stop_strategy import SpeechTimeoutUserTurnStopStrategy
+from pipecat.turns.user_stop.turn_analyzer_user_turn_stop_strategy import TurnAnalyzerUserTurnStopStrategy
+from pipecat.turns.user_turn_strategies import UserTurnStrategies
+
+from voicelab.pipeline.config import PipelineConfig
+from voicelab.pipeline.vad_webrtc import WebRTCVADAnalyzer
+
+
+def vad_analyzer(cfg: PipelineConfig) -> VADAnalyzer:
+    """Silero (from the pipecat wheel) or webrtcvad, with the config's start/stop seconds."""
+    params = VADParams(start_secs=cfg.vad_start_secs, stop_secs=cfg.vad_stop_secs)
+    if cfg.vad == "webrtc":
+        return WebRTCVADAnalyzer(sample_rate=cfg.sample_rate, params=params)
+    return SileroVADAnalyzer(sample_rate=cfg.sample_rate, params=params)
+
+
+class WordsWhileBotSpeaks(MinWordsUserTurnStartStrategy):
+    """MinWordsUserTurnStartStrategy that starts the turn at the VAD's start while the bot is silent.
+
+    Word counting only matters while the bot talks (it keeps backchannels from stopping it). When the bot
+    is silent, waiting for the recogniser's first words would start the turn late, after the VAD's stop
+    even, and the turn-stop strategy would then miss that stop and wait for its timeout.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._bot_talking = False
+
+    async def process_frame(self, frame: Any) -> Any:
+        if isinstance(frame, BotStartedSpeakingFrame):
+            self._bot_talking = True
+        elif isinstance(frame, BotStoppedSpeakingFrame):
+            self._bot_talking = False
+        elif isinstance(frame, VADUserStartedSpeakingFrame) and not self._bot_talking:
+            await self.trigger_user_turn_started()
+            return ProcessFrameResult.STOP
+        return await super().process_frame(frame)
+
+
+def turn_strategies(cfg: PipelineConfig) -> UserTurnStrategies:
+    """Turn start (barge-in rule) and turn end (smart-turn or a silence timeout) strategies."""
+    words = cfg.barge_in_words()
+    if words is None:
+        start: list[Any] = [VADUserTurnStartStrategy(), TranscriptionUserTurnStartStrategy()]
+    else:
+        start = [WordsWhileBotSpeaks(min_words=words, use_interim=True)]
+    kind, timeout = cfg.turn_timeout()
+    if kind == "smart":
+        analyzer = LocalSmartTurnAnalyzerV3(params=SmartTurnParams(stop_secs=timeout))
+        stop: list[Any] = [TurnAnalyzerUserTurnStopStrategy(turn_analyzer=analyzer)]
+    else:
+        stop = [SpeechTimeoutUserTurnStopStrategy(user_speech_timeout=timeout)]
+    return UserTurnStrategies(start=start, stop=stop)
