@@ -92,10 +92,9 @@ def parse_sse_line(line: str, where: str) -> dict[str, Any] | object | None:
 
 @dataclass
 class ChunkUpdate:
-    """What one chunk changed: content text, tool calls that just finished, the finish reason."""
+    """What one chunk added, in answer order: ("content", text) and ("tool", span) items, and the finish reason."""
 
-    content: str = ""
-    tool_spans: list[str] = field(default_factory=list)
+    items: list[tuple[str, str]] = field(default_factory=list)
     finish_reason: str | None = None
 
 
@@ -126,13 +125,14 @@ class ChunkAssembler:
                 continue
             delta = ch.get("delta") or {}
             content = delta.get("content")
-            if isinstance(content, str):
-                up.content += content
+            if isinstance(content, str) and content:
+                # content after tool fragments: that tool call is complete, and came first
+                up.items += [("tool", s) for s in self.close_tools()] + [("content", content)]
             for frag in delta.get("tool_calls") or []:
                 self._tool_fragment(frag, up)
             if ch.get("finish_reason"):
                 up.finish_reason = self.finish_reason = ch["finish_reason"]
-                up.tool_spans += self.close_tools()
+                up.items += [("tool", s) for s in self.close_tools()]
         return up
 
     def _tool_fragment(self, frag: dict[str, Any], up: ChunkUpdate) -> None:
@@ -140,7 +140,7 @@ class ChunkAssembler:
         if not isinstance(idx, int):
             raise EngineProtocolError(f"{self.where}: tool_calls fragment without an integer index")
         if self._open is not None and idx != self._open:
-            up.tool_spans += self.close_tools()  # a new index starts: the previous call is complete
+            up.items += [("tool", s) for s in self.close_tools()]  # a new index: the previous call is complete
         tc = self.tools.setdefault(idx, ToolCallParts(idx))
         self._open = idx
         tc.id = frag.get("id") or tc.id

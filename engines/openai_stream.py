@@ -18,11 +18,14 @@ from __future__ import annotations
 import asyncio
 import os
 import queue
+import ssl
 import threading
 import time
+import weakref
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
+import certifi
 import httpx
 
 from engines.chat_stream import DONE, ChunkAssembler, Usage, parse_sse_line
@@ -69,6 +72,7 @@ class StreamGeneration:
         self._cancelled = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: asyncio.Future[Any] | None = None
+        self._owned_loop = False  # True when __iter__ runs this generation in a loop of its own
 
     # ---- the GenerationLike controls ----------------------------------------------------------------
 
@@ -159,7 +163,7 @@ class StreamGeneration:
     async def __aiter__(self) -> AsyncIterator[Snapshot]:
         self._loop = asyncio.get_running_loop()
         eng = self.engine
-        client = httpx.AsyncClient(timeout=httpx.Timeout(eng.connect_timeout_s, read=None))
+        client = eng.client(self._loop, owned=self._owned_loop)
         resp: httpx.Response | None = None
         try:
             while True:
@@ -203,7 +207,8 @@ class StreamGeneration:
                 yield snap
         finally:
             await _close(resp)
-            await client.aclose()
+            if self._owned_loop:
+                await client.aclose()
 
     def _on_line(self, line: str, t_ns: int) -> list[Snapshot]:
         self.lines += 1
@@ -212,9 +217,9 @@ class StreamGeneration:
             return []
         if obj is DONE:
             return self._finish(t_ns)
-        up = self.assembler.feed(obj)
-        out = self._on_content(up.content, t_ns) if up.content else []
-        out += [self.canvas.append(span, t_ns) for span in up.tool_spans]
+        out: list[Snapshot] = []
+        for kind, text in self.assembler.feed(obj).items:
+            out += self._on_content(text, t_ns) if kind == "content" else [self.canvas.append(text, t_ns)]
         return out
 
     def _on_content(self, content: str, t_ns: int) -> list[Snapshot]:
@@ -232,6 +237,8 @@ class StreamGeneration:
         """Sync iteration: the stream runs in a helper thread's event loop; cancel() works from here."""
         q: queue.Queue[Any] = queue.Queue()
         end = object()
+
+        self._owned_loop = True
 
         async def pump() -> None:
             async for snap in self:
@@ -299,6 +306,10 @@ class OpenAIStreamEngine:
         self.extra_body = dict(extra_body or {})
         self.extra_headers = dict(headers or {})
         self.usage_total = Usage(0, 0)  # summed over every finished generation, for pricing a run
+        # one client (keep-alive connections) per event loop that streams from this engine
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
+            weakref.WeakKeyDictionary())
+        self._ssl: ssl.SSLContext | None = None
 
     @property
     def kind(self) -> str:
@@ -306,6 +317,17 @@ class OpenAIStreamEngine:
 
     def new_canvas(self) -> TextCanvas:
         return TextCanvas(block_size=1)
+
+    def client(self, loop: asyncio.AbstractEventLoop, owned: bool = False) -> httpx.AsyncClient:
+        """The loop's pooled client; a fresh one for a loop that lives only for one generation."""
+        if self._ssl is None:  # built once: httpx builds one per client otherwise (~70 ms each, even for http)
+            self._ssl = ssl.create_default_context(cafile=certifi.where())
+        if owned or loop not in self._clients:
+            c = httpx.AsyncClient(timeout=httpx.Timeout(self.connect_timeout_s, read=None), verify=self._ssl)
+            if owned:
+                return c
+            self._clients[loop] = c
+        return self._clients[loop]
 
     def headers(self) -> dict[str, str]:
         h = {"Accept": "text/event-stream", **self.extra_headers}
@@ -349,5 +371,9 @@ class OpenAIStreamEngine:
         """Nothing to pay ahead: connections belong to the event loop that streams (one per generation)."""
 
     def close(self) -> None:
-        """No sockets outlive a generation."""
+        """Close the pooled clients of loops still running (others closed with their loop)."""
+        for loop, c in list(self._clients.items()):
+            if loop.is_running() and not loop.is_closed():
+                asyncio.run_coroutine_threadsafe(c.aclose(), loop)
+        self._clients.clear()
 

@@ -50,10 +50,13 @@ class TextCanvas:
         return "".join(self.pieces)
 
     def append(self, piece: str, t_ns: int | None = None) -> Snapshot:
-        """One streamed delta appended as one position (append-only: nothing is revised)."""
+        """One streamed delta appended as one position (append-only: nothing is revised).
+
+        An appended piece is final; the final prefix (`blocks_done`) grows if everything before was final.
+        """
+        if self.blocks_done == len(self.pieces):
+            self.blocks_done += 1
         self.pieces.append(piece)
-        if self.block_size == 1:
-            self.blocks_done = len(self.pieces)
         return self._snapshot((), t_ns)
 
     def replace(self, pieces: list[str], t_ns: int | None = None, blocks_done: int | None = None) -> Snapshot:
