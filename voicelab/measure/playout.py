@@ -1,5 +1,6 @@
 """Playout: when the bot's audio was heard, chunk by chunk and word by word (plain Python + numpy).
 
+`PlayoutLedger` is the one record of playout for every output side (the recorded call, the browser);
 `AudibleTracker` runs the onset rule of DESIGN.md §4 incrementally over the bot's growing track;
 `turn_at` attributes a moment of bot audio to the reply turn whose playout mark precedes it.
 """
@@ -7,10 +8,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
+from voicelab.measure.calllog import CallLog
+from voicelab.measure.events import EventKind
 from voicelab.measure.onset import RULE, OnsetRule
+
+K = EventKind
 
 
 def turn_at(marks: list[tuple[int, int]], t_s: float, sr: int) -> int:
@@ -109,3 +115,100 @@ class AudibleTracker:
             self.audible = False
             return [AudibleEvent("end", self.last_active * self.hop / self.sr)]
         return []
+
+
+class Mark(Protocol):
+    """What a playout mark says (the pipeline's `PlayoutMarkFrame` is one)."""
+
+    chunk_id: int
+    turn: int
+    word_index: int
+    words: list[str]
+    text: str
+
+
+@dataclass
+class ChunkPlay:
+    """One chunk being heard: how many of its words have started playing."""
+
+    chunk_id: int
+    turn: int
+    words: list[str]
+    text: str
+    started_ns: int
+    words_started: int = 0
+
+
+class PlayoutLedger:
+    """The one record of what the bot played, for any output side (the recorded call's speaker, the browser).
+
+    The output side tells it when each word of a chunk starts to be heard (`word_started`), when a chunk's
+    audio ended (`chunk_ended`) or was cut (`interrupted`), and feeds it the bot's track (`analyse`); the
+    ledger logs `playout_start` / `playout_stop` (with the words heard) and `bot_audible_onset` / `_end`
+    (the onset rule, attributed to the reply turn whose mark precedes the sound).
+    """
+
+    def __init__(self, log: CallLog, sample_rate: int, *, where: str | None = None,
+                 rule: OnsetRule = RULE) -> None:
+        self.log = log
+        self.sr = sample_rate
+        self.tracker = AudibleTracker(sample_rate, rule)
+        self.chunks: dict[int, ChunkPlay] = {}
+        self.marks: list[tuple[int, int]] = []  # (sample, reply turn) of each chunk's first word
+        self.onsets: list[float] = []
+        self.ends: list[float] = []
+        self._payload = {"where": where} if where else {}
+
+    def word_started(self, m: Mark, t_ns: int) -> ChunkPlay:
+        c = self.chunks.get(m.chunk_id)
+        if c is None:
+            c = ChunkPlay(m.chunk_id, m.turn, list(m.words), m.text, t_ns)
+            self.chunks[m.chunk_id] = c
+            self.marks.append((t_ns * self.sr // 1_000_000_000, m.turn))
+            self.log.log(K.PLAYOUT_START, m.turn, {"chunk_id": m.chunk_id, "text": m.text}, t_ns=t_ns)
+        c.words_started = max(c.words_started, m.word_index + 1)
+        return c
+
+    def chunk_ended(self, chunk_id: int, t_ns: int) -> ChunkPlay | None:
+        """All of the chunk's audio was handed over by t_ns: every word was heard."""
+        c = self.chunks.get(chunk_id)
+        if c is not None:
+            c.words_started = len(c.words)
+            self._stop(c, max(t_ns, c.started_ns), interrupted=False)
+        return c
+
+    def interrupted(self, t_ns: int) -> None:
+        """Playout was cut at t_ns: open chunks stop with the words started so far."""
+        for c in list(self.chunks.values()):
+            self._stop(c, t_ns, interrupted=True)
+
+    def _stop(self, c: ChunkPlay, t_ns: int, interrupted: bool) -> None:
+        self.chunks.pop(c.chunk_id, None)
+        self.log.log(K.PLAYOUT_STOP, c.turn, {"chunk_id": c.chunk_id, "text": c.text,
+                                              "played": " ".join(c.words[: c.words_started]),
+                                              "interrupted": interrupted, "words_played": c.words_started,
+                                              "words": len(c.words)}, t_ns=t_ns)
+
+    def turn_for(self, t_s: float) -> int:
+        return turn_at(self.marks, t_s, self.sr)
+
+    def analyse(self, track: np.ndarray, upto: int) -> list[AudibleEvent]:
+        """Run the onset rule over track[:upto]; log and return the onsets and ends found."""
+        return self._logged(self.tracker.advance(track, min(upto, track.size)))
+
+    def finish(self, track: np.ndarray, end: int, t_ns: int) -> list[AudibleEvent]:
+        """The call is over: analyse the rest, close an open stretch and open chunks (idempotent)."""
+        found = self.analyse(track, end + self.tracker.frame) + self._logged(self.tracker.flush())
+        self.interrupted(t_ns)
+        return found
+
+    def _logged(self, events: list[AudibleEvent]) -> list[AudibleEvent]:
+        for ev in events:
+            turn = self.turn_for(ev.t_s)
+            if ev.kind == "onset":
+                self.onsets.append(ev.t_s)
+                self.log.log(K.BOT_AUDIBLE_ONSET, turn, dict(self._payload), t_ns=int(ev.t_s * 1e9))
+            else:
+                self.ends.append(ev.t_s)
+                self.log.log(K.BOT_AUDIBLE_END, turn, dict(self._payload), t_ns=int(ev.t_s * 1e9))
+        return events

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -40,21 +39,11 @@ from pipecat.transports.base_transport import TransportParams
 from voicelab.fixtures.schedule import CallerScheduler
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind
-from voicelab.measure.playout import AudibleEvent, AudibleTracker, turn_at
+from voicelab.measure.playout import AudibleEvent, PlayoutLedger
 from voicelab.measure.recording import CallRecorder
 from voicelab.pipeline.frames import PlayoutMarkFrame
 
 K = EventKind
-
-
-@dataclass
-class _ChunkPlay:
-    chunk_id: int
-    turn: int
-    words: list[str]
-    text: str
-    started_ns: int
-    words_started: int = 0
 
 
 class RecordingOutput(BaseOutputTransport):
@@ -74,15 +63,11 @@ class RecordingOutput(BaseOutputTransport):
         self._lead_ns = int(lead_ms * 1e6)
         self._tick_s = tick_ms / 1000.0
         self._play_end = 0  # sample where the audio handed to the speaker so far ends
-        self._tracker = AudibleTracker(sr)
+        self.ledger = PlayoutLedger(log, sr)
         self._tick_task: asyncio.Task[None] | None = None
-        self._chunks: dict[int, _ChunkPlay] = {}
         self._pending_marks: list[PlayoutMarkFrame] = []
-        self._turn_at: list[tuple[int, int]] = []  # (sample, reply turn) from playout marks
         self._bot_open = False  # the scheduler was told the bot's reply is audible
         self._pipecat_stopped_at: int | None = None  # sample when BotStoppedSpeaking passed
-        self.onsets: list[float] = []
-        self.ends: list[float] = []
         # word frames waiting for their word to start playing, and words started without their frame yet
         self._held: list[Frame] = []
         self._word_credits = 0
@@ -114,11 +99,8 @@ class RecordingOutput(BaseOutputTransport):
         """Call over: analyse what is left of the track and close open playouts (idempotent)."""
         end = max(self.recorder.end, self._play_end)
         self.recorder.mark(end)
-        self._analyse(end + self._tracker.frame)
-        for ev in self._tracker.flush():
+        for ev in self.ledger.finish(self.recorder.right, end, self.log.now_ns()):
             self._on_audible(ev)
-        for c in list(self._chunks.values()):
-            self._stop_chunk(c, self.log.now_ns(), interrupted=True)
 
     # -- the speaker --
 
@@ -188,36 +170,20 @@ class RecordingOutput(BaseOutputTransport):
         for p in self._pending_marks:  # marks with no audio after them
             self._start_word(p, t)
         self._pending_marks.clear()
-        c = self._chunks.get(m.chunk_id)
-        if c is not None:
-            c.words_started = len(c.words)
-            self._stop_chunk(c, t, interrupted=False)
+        # the chunk's audio ends where the speaker's queue ends, on the sample clock: a mark that arrives
+        # late (a busy event loop) must not stretch it
+        self.ledger.chunk_ended(m.chunk_id, self._play_end * 1_000_000_000 // self.sr)
 
     def _start_word(self, m: PlayoutMarkFrame, t: int) -> None:
         self._word_credits += 1
-        c = self._chunks.get(m.chunk_id)
-        if c is None:
-            c = _ChunkPlay(m.chunk_id, m.turn, list(m.words), m.text, t)
-            self._chunks[m.chunk_id] = c
-            self._turn_at.append((t * self.sr // 1_000_000_000, m.turn))
-            self.log.log(K.PLAYOUT_START, m.turn, {"chunk_id": m.chunk_id, "text": m.text}, t_ns=t)
-        c.words_started = max(c.words_started, m.word_index + 1)
-
-    def _stop_chunk(self, c: _ChunkPlay, t_ns: int, interrupted: bool) -> None:
-        self._chunks.pop(c.chunk_id, None)
-        played = " ".join(c.words[: c.words_started])
-        self.log.log(K.PLAYOUT_STOP, c.turn, {"chunk_id": c.chunk_id, "text": c.text, "played": played,
-                                              "interrupted": interrupted,
-                                              "words_played": c.words_started, "words": len(c.words)},
-                     t_ns=t_ns)
+        self.ledger.word_started(m, t)
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         if isinstance(frame, InterruptionFrame):
             # audio already handed to the speaker still plays; words whose mark passed were heard
             cut = self._play_ns()
             self._pending_marks.clear()  # their audio never reached the speaker
-            for c in list(self._chunks.values()):
-                self._stop_chunk(c, cut, interrupted=True)
+            self.ledger.interrupted(cut)
             self._held = [f for f in self._held if not f.interruptible]
             self._word_credits = 0
         elif direction == FrameDirection.DOWNSTREAM and self._holds(frame):
@@ -247,34 +213,32 @@ class RecordingOutput(BaseOutputTransport):
                     await self._release_words()
 
     def _analyse(self, upto: int) -> None:
-        for ev in self._tracker.advance(self.recorder.right, min(upto, self.recorder.right.size)):
+        for ev in self.ledger.analyse(self.recorder.right, upto):
             self._on_audible(ev)
 
-    def _turn_for(self, t_s: float) -> int:
-        return turn_at(self._turn_at, t_s, self.sr)
+    @property
+    def onsets(self) -> list[float]:
+        return self.ledger.onsets
+
+    @property
+    def ends(self) -> list[float]:
+        return self.ledger.ends
 
     def _on_audible(self, ev: AudibleEvent) -> None:
-        t_ns = int(ev.t_s * 1e9)
-        turn = self._turn_for(ev.t_s)
-        if ev.kind == "onset":
-            self.onsets.append(ev.t_s)
-            self.log.log(K.BOT_AUDIBLE_ONSET, turn, {}, t_ns=t_ns)
-            if not self._bot_open:
-                self._bot_open = True
-                if self.scheduler is not None:
-                    self.scheduler.bot_audio_started(ev.t_s)
-        else:
-            self.ends.append(ev.t_s)
-            self.log.log(K.BOT_AUDIBLE_END, turn, {}, t_ns=t_ns)
+        """The scheduler hears the bot start (a reactive caller's cue); the ledger has logged it."""
+        if ev.kind == "onset" and not self._bot_open:
+            self._bot_open = True
+            if self.scheduler is not None:
+                self.scheduler.bot_audio_started(ev.t_s)
 
     def _maybe_report_stop(self) -> None:
         """Tell the scheduler the reply is over: pipecat says the bot stopped, and all of it has played."""
         if not self._bot_open or self._pipecat_stopped_at is None:
             return
-        if self._now_sample() < self._play_end + self._tracker.frame:
+        if self._now_sample() < self._play_end + self.ledger.tracker.frame:
             return
-        if self._tracker.audible and self._tracker.last_active_s is not None:
-            last = self._tracker.last_active_s
+        if self.ledger.tracker.audible and self.ledger.tracker.last_active_s is not None:
+            last = self.ledger.tracker.last_active_s
         elif self.ends:
             last = self.ends[-1]
         else:

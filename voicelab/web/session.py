@@ -54,7 +54,8 @@ from pipecat.workers.runner import WorkerRunner
 from engines.protocol import EngineLike
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import Event, EventKind
-from voicelab.measure.playout import AudibleTracker, turn_at
+from voicelab.measure.playout import PlayoutLedger
+from voicelab.measure.recording import Track
 from voicelab.pipeline.assembly import build_core
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.pipeline.frames import PlayoutMarkFrame, SnapshotFrame
@@ -110,31 +111,6 @@ class LiveCallLog(CallLog):
 
 # ---- when the bot's audio left for the browser -----------------------------------------------------------
 
-class _Track:
-    """The bot's outgoing audio on the call clock (mono int16, grows as needed)."""
-
-    def __init__(self, sample_rate: int, seconds: float = 30.0) -> None:
-        self.buf = np.zeros(int(sample_rate * seconds), dtype=np.int16)
-
-    def ensure(self, n: int) -> None:
-        if n > self.buf.size:
-            self.buf = np.concatenate([self.buf, np.zeros(max(n, 2 * self.buf.size) - self.buf.size,
-                                                          dtype=np.int16)])
-
-    def put(self, start: int, pcm: np.ndarray) -> None:
-        self.ensure(start + pcm.size)
-        self.buf[start:start + pcm.size] = pcm
-
-
-@dataclass
-class _Playing:
-    chunk_id: int
-    turn: int
-    words: list[str]
-    text: str
-    words_started: int = 0
-
-
 class LivePlayout(FrameProcessor):
     """Placed right after the WebRTC output transport; logs playout and the bot's acoustic onsets.
 
@@ -152,14 +128,11 @@ class LivePlayout(FrameProcessor):
         self._on_words = on_words
         self._tick_s = tick_ms / 1000.0
         self._lag = int(sample_rate * lag_ms / 1000)
-        self._track = _Track(sample_rate)
-        self._tracker = AudibleTracker(sample_rate)
+        self.track = Track(sample_rate)  # the bot's outgoing audio on the call clock
+        self.ledger = PlayoutLedger(log, sample_rate, where="server")
         self._play_end = 0  # sample where the audio handed to the browser so far ends
         self._analysed = 0
-        self._chunks: dict[int, _Playing] = {}
-        self._turn_at: list[tuple[int, int]] = []  # (sample, reply turn) of each chunk's first mark
         self._tick_task: asyncio.Task[None] | None = None
-        self.onsets: list[float] = []
 
     def _now_sample(self) -> int:
         return self.log.now_ns() * self.sr // 1_000_000_000
@@ -178,9 +151,7 @@ class LivePlayout(FrameProcessor):
             elif isinstance(frame, PlayoutMarkFrame):
                 self._on_mark(frame)
             elif isinstance(frame, InterruptionFrame):
-                cut = self._play_ns()  # audio already sent still plays in the browser
-                for c in list(self._chunks.values()):
-                    self._stop_chunk(c, cut, interrupted=True)
+                self.ledger.interrupted(self._play_ns())  # audio already sent still plays in the browser
             elif isinstance(frame, (EndFrame, CancelFrame)):
                 await self._stop_ticker()
                 self.finish()
@@ -197,12 +168,9 @@ class LivePlayout(FrameProcessor):
 
     def finish(self) -> None:
         """The call is over: analyse the rest and close open stretches and chunks (idempotent)."""
-        end = max(self._play_end, self._now_sample()) + self._tracker.frame
-        self._analyse(end)
-        for ev in self._tracker.flush():
-            self._on_audible(ev.kind, ev.t_s)
-        for c in list(self._chunks.values()):
-            self._stop_chunk(c, self.log.now_ns(), interrupted=True)
+        end = max(self._play_end, self._now_sample())
+        self.track.ensure(end + self.ledger.tracker.frame)
+        self.ledger.finish(self.track.buf, end, self.log.now_ns())
 
     # -- audio and marks --
 
@@ -215,36 +183,23 @@ class LivePlayout(FrameProcessor):
             pcm = pcm[np.linspace(0, pcm.size - 1, n).astype(int)] if n else pcm[:0]
         # the write returned as the last 10 ms chunk was taken: the frame went out over the ticks before
         start = max(self._play_end, self._now_sample() - pcm.size + self.sr // 100, self._analysed)
-        self._track.put(start, pcm)
+        self.track.put(start, pcm, mix=False)
         self._play_end = start + pcm.size
 
     def _on_mark(self, m: PlayoutMarkFrame) -> None:
         t = self._play_ns()
-        c = self._chunks.get(m.chunk_id)
+        c = self.ledger.chunks.get(m.chunk_id)
         if m.is_end:
             if c is not None:
-                c.words_started = len(c.words)
-                self._words(c)
-                self._stop_chunk(c, t, interrupted=False)
+                self._words(m.chunk_id, len(c.words))
+                self.ledger.chunk_ended(m.chunk_id, t)
             return
-        if c is None:
-            c = _Playing(m.chunk_id, m.turn, list(m.words), m.text)
-            self._chunks[m.chunk_id] = c
-            self._turn_at.append((t * self.sr // 1_000_000_000, m.turn))
-            self.log.log(K.PLAYOUT_START, m.turn, {"chunk_id": m.chunk_id, "text": m.text}, t_ns=t)
-        c.words_started = max(c.words_started, m.word_index + 1)
-        self._words(c)
+        c = self.ledger.word_started(m, t)
+        self._words(c.chunk_id, c.words_started)
 
-    def _words(self, c: _Playing) -> None:
+    def _words(self, chunk_id: int, words_started: int) -> None:
         if self._on_words is not None:
-            self._on_words(c.chunk_id, c.words_started)
-
-    def _stop_chunk(self, c: _Playing, t_ns: int, interrupted: bool) -> None:
-        self._chunks.pop(c.chunk_id, None)
-        self.log.log(K.PLAYOUT_STOP, c.turn, {"chunk_id": c.chunk_id, "text": c.text,
-                                              "played": " ".join(c.words[: c.words_started]),
-                                              "interrupted": interrupted, "words_played": c.words_started,
-                                              "words": len(c.words)}, t_ns=t_ns)
+            self._on_words(chunk_id, words_started)
 
     # -- acoustic onset / offset --
 
@@ -256,21 +211,13 @@ class LivePlayout(FrameProcessor):
     def _analyse(self, upto: int) -> None:
         if upto <= self._analysed:
             return
-        self._track.ensure(upto)
+        self.track.ensure(upto)
         self._analysed = upto
-        for ev in self._tracker.advance(self._track.buf, upto):
-            self._on_audible(ev.kind, ev.t_s)
+        self.ledger.analyse(self.track.buf, upto)
 
-    def _turn_for(self, t_s: float) -> int:
-        return turn_at(self._turn_at, t_s, self.sr)
-
-    def _on_audible(self, kind: str, t_s: float) -> None:
-        turn = self._turn_for(t_s)
-        if kind == "onset":
-            self.onsets.append(t_s)
-            self.log.log(K.BOT_AUDIBLE_ONSET, turn, {"where": "server"}, t_ns=int(t_s * 1e9))
-        else:
-            self.log.log(K.BOT_AUDIBLE_END, turn, {"where": "server"}, t_ns=int(t_s * 1e9))
+    @property
+    def onsets(self) -> list[float]:
+        return self.ledger.onsets
 
 
 # ---- what the page needs from frames that no event row carries ----------------------------------------
