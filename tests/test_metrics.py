@@ -119,11 +119,12 @@ def test_summary_known_answers() -> None:
     assert (s["run_id"], s["engine"], s["sampler"], s["policy"]) == ("r1", "tiny-diffusion", "low_confidence",
                                                                     "pinned")
     assert (s["calls"], s["turns"]) == (1, 3)
-    assert s["far_ms"] == {"p50": 700.0, "p95": 790.0, "n": 2}  # 600 + 0.95 * (800 - 600)
+    assert s["far_ms"] == {"p50": 700.0, "p95": 790.0, "n": 2,  # 600 + 0.95 * (800 - 600)
+                           "p50_ci": [600.0, 800.0], "p95_ci": [600.0, 800.0]}  # resamples of 2 values
     assert s["far_breakdown_ms"] == {"endpointing": 250.0, "stt": 75.0, "engine_first_commit": 175.0,
                                      "tts_first_audio": 90.0, "playout": 100.0}
-    assert s["stop_latency_ms"] == {"p50": 200.0, "p95": 200.0, "n": 1}
-    assert s["recovery_ms"] == {"p50": 600.0, "p95": 600.0, "n": 1}
+    assert s["stop_latency_ms"] == {"p50": 200.0, "p95": 200.0, "n": 1, "p50_ci": None, "p95_ci": None}
+    assert s["recovery_ms"] == {"p50": 600.0, "p95": 600.0, "n": 1, "p50_ci": None, "p95_ci": None}
     assert s["heard_text_word_errors"] == 1
     assert s["false_barge_ins"] == 1
     assert s["revisions"] == {"churn": 2, "post_synthesis": 1, "audible": 1, "spoken_words": 8,
@@ -138,7 +139,7 @@ def test_no_samples_give_null_never_zero() -> None:
     s = summarize(events, {})
     assert set(s) == SUMMARY_KEYS
     assert (s["calls"], s["turns"]) == (1, 1)
-    assert s["far_ms"] == {"p50": None, "p95": None, "n": 0}
+    assert s["far_ms"] == {"p50": None, "p95": None, "n": 0, "p50_ci": None, "p95_ci": None}
     assert s["far_breakdown_ms"] == dict.fromkeys(
         ("endpointing", "stt", "engine_first_commit", "tts_first_audio", "playout"))
     assert s["stop_latency_ms"]["p50"] is None and s["recovery_ms"]["n"] == 0
@@ -230,7 +231,11 @@ def test_helpers() -> None:
     assert percentile([], 50) is None
     assert percentile([5.0], 95) == 5.0
     assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5
-    assert latency_stats([]) == {"p50": None, "p95": None, "n": 0}
+    assert latency_stats([]) == {"p50": None, "p95": None, "n": 0, "p50_ci": None, "p95_ci": None}
+    one = latency_stats([5.0])
+    assert one["p50"] == 5.0 and one["p50_ci"] is None and one["p95_ci"] is None
+    lo, hi = latency_stats([100.0, 120.0, 140.0, 160.0, 900.0])["p50_ci"]
+    assert lo <= 140.0 <= hi
     assert word_edit_distance([], []) == 0
     assert word_edit_distance(["a", "b", "c"], ["a", "c"]) == 1
     assert word_edit_distance(["a", "b"], ["b", "a"]) == 2

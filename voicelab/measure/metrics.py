@@ -36,6 +36,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from voicelab.measure import intervals
 from voicelab.measure.events import Event, EventKind, revised_char_offsets
 
 if TYPE_CHECKING:  # engines/__init__ imports torch; the gate and metrics must not
@@ -63,8 +64,9 @@ def _r(x: float | None, nd: int = 1) -> float | None:
 
 
 def latency_stats(values: Sequence[float]) -> dict[str, Any]:
-    """{"p50", "p95", "n"} in ms; p50/p95 are None when there are no values."""
-    return {"p50": _r(percentile(values, 50)), "p95": _r(percentile(values, 95)), "n": len(values)}
+    """{"p50", "p95", "n", "p50_ci", "p95_ci"} in ms: figures None without values, the bootstrap 95 % intervals
+    (`voicelab.measure.intervals`, seeded) None when n < 2."""
+    return intervals.latency_stats(values)
 
 
 def _ms(a_ns: int | None, b_ns: int | None) -> float | None:
