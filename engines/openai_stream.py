@@ -130,7 +130,8 @@ class StreamGeneration:
         req = client.build_request("POST", eng.url, json=self.body, headers=eng.headers())
         resp: httpx.Response | None = None
         try:
-            resp = await self._wait(client.send(req, stream=True), eng.first_byte_timeout_s, "no response headers")
+            resp = await self._wait(client.send(req, stream=True), eng.first_byte_timeout_s,
+                                    "no first byte of the answer")
             if resp is _CANCELLED:
                 return None, None, _CANCELLED
             if resp.status_code != 200:
@@ -143,7 +144,8 @@ class StreamGeneration:
                     raise _Retry(err, 0.2)
                 raise err
             lines = resp.aiter_lines()
-            first = await self._wait(anext(lines, None), max(0.0, deadline - time.monotonic()), "no first byte")
+            first = await self._wait(anext(lines, None), max(0.0, deadline - time.monotonic()),
+                                     "no first byte of the answer")
             if first is None:
                 raise _Retry(EngineProtocolError(f"{eng.url}: stream closed before the first byte"), 0.2)
             return resp, lines, first
@@ -162,53 +164,73 @@ class StreamGeneration:
 
     async def __aiter__(self) -> AsyncIterator[Snapshot]:
         self._loop = asyncio.get_running_loop()
-        eng = self.engine
-        client = eng.client(self._loop, owned=self._owned_loop)
-        resp: httpx.Response | None = None
+        client = self.engine.client(self._loop, owned=self._owned_loop)
         try:
             while True:
                 self.attempts += 1
                 try:
-                    resp, lines, line = await self._open(client)
-                    break
-                except _Retry as r:
+                    async for snap in self._stream(client):
+                        yield snap
+                    return
+                except _Retry as r:  # raised only before any text was yielded
                     if self.attempts >= 2 or self._cancelled:
                         raise r.error from None
+                    self.canvas, self.assembler = self.engine.new_canvas(), ChunkAssembler(self.engine.url)
                     await asyncio.sleep(r.wait_s)
+        finally:
+            if self._owned_loop:
+                await client.aclose()
+
+    async def _stream(self, client: httpx.AsyncClient) -> AsyncIterator[Snapshot]:
+        """One attempt. Until the first snapshot, the first-byte deadline applies and failures may retry
+        (servers often send a role-only chunk at once and the answer's first text much later)."""
+        eng = self.engine
+        deadline = time.monotonic() + eng.first_byte_timeout_s
+        resp, lines, line = await self._open(client)
+        try:
             if line is _CANCELLED or lines is None:
                 return
             self.t_first_byte_ns = time.monotonic_ns()
             while True:
                 t0 = time.monotonic_ns()
-                for snap in self._on_line(line, t0):
+                snaps = self._on_line(line, t0)
+                self.overhead_ns += time.monotonic_ns() - t0
+                for snap in snaps:
                     self.last = snap
-                    self.overhead_ns += time.monotonic_ns() - t0
                     yield snap
                     if snap.done:
                         return
-                    t0 = time.monotonic_ns()
-                else:
-                    self.overhead_ns += time.monotonic_ns() - t0
                 if self._cancelled:
                     return
+                first = self.last is None
+                timeout = max(0.0, deadline - time.monotonic()) if first else eng.stall_timeout_s
                 try:
-                    line = await self._wait(anext(lines, None), eng.stall_timeout_s, "stream stalled")
+                    line = await self._wait(anext(lines, None), timeout,
+                                            "no first byte of the answer" if first else "stream stalled")
+                except EngineTimeoutError as e:
+                    if first:
+                        raise _Retry(e, 0.0) from None
+                    raise
                 except (httpx.RemoteProtocolError, httpx.ReadError) as e:
-                    raise EngineProtocolError(f"{eng.url}: connection lost mid-answer "
-                                              f"({type(e).__name__}: {str(e)[:80]})") from None
+                    err = EngineProtocolError(f"{eng.url}: connection lost mid-answer ({type(e).__name__}: "
+                                              f"{str(e)[:80]})")
+                    if first:
+                        raise _Retry(err, 0.2) from None
+                    raise err from None
                 if line is _CANCELLED:
                     return
                 if line is None:
                     break
             if self.assembler.finish_reason is None:
-                raise EngineProtocolError(f"{eng.url}: stream ended before [DONE] (disconnected mid-answer)")
+                err = EngineProtocolError(f"{eng.url}: stream ended before [DONE] (disconnected mid-answer)")
+                if self.last is None:
+                    raise _Retry(err, 0.2)
+                raise err
             for snap in self._finish(time.monotonic_ns()):  # finish_reason without [DONE]: llama.cpp-style
                 self.last = snap
                 yield snap
         finally:
             await _close(resp)
-            if self._owned_loop:
-                await client.aclose()
 
     def _on_line(self, line: str, t_ns: int) -> list[Snapshot]:
         self.lines += 1
