@@ -42,7 +42,7 @@ def _frames(pcm: np.ndarray, onset_s: float, offset_s: float) -> list:
             out.append(VADUserStartedSpeakingFrame(start_secs=0.2))
         if i <= stop_at < i + 320:
             out.append(VADUserStoppedSpeakingFrame(stop_secs=0.2))
-            out.append(SleepFrame(sleep=1.5))  # room for the final pass
+            out.append(SleepFrame(sleep=4.0))  # room for the final pass (~150 ms idle; seconds on a loaded machine)
     return out
 
 

@@ -31,11 +31,9 @@ import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # engines/__init__ imports torch; the gate and metrics must not
-    from engines.snapshot import Snapshot
-
+from engines.snapshot import Snapshot
 
 BASE_POLICIES = ("final", "prefix", "stable", "block")
 SENTENCE_PUNCT = ".!?…"

@@ -40,6 +40,7 @@ import pyarrow.parquet as pq
 
 from voicelab.measure.events import Event, EventKind, EventLogError, read_events
 from voicelab.measure.metrics import summarize, turn_table
+from voicelab.measure.truth import TruthError, analyze_run
 
 K = EventKind
 SCHEMA_VERSION = "1"
@@ -291,8 +292,6 @@ def write_parquet(run_dir: str | Path, truth_rows: Iterable[Mapping[str, Any]] |
     rid = _run_id(run, config)
     evs = list(events) if events is not None else _read_run_events(run)
     if truth_rows is None and (run / "calls").is_dir():
-        from voicelab.measure.truth import TruthError, analyze_run
-
         try:
             truth_rows = analyze_run(run)
         except TruthError as exc:
@@ -405,8 +404,6 @@ def load_run(path: str | Path) -> RunData:
         evs = _read_run_events(run)
         truth_rows = None
         if (run / "calls").is_dir():
-            from voicelab.measure.truth import TruthError, analyze_run
-
             try:
                 truth_rows = analyze_run(run)
             except TruthError:

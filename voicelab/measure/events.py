@@ -19,11 +19,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from types import TracebackType
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, Any
 
-if TYPE_CHECKING:  # engines/__init__ imports torch; the gate and metrics must not
-    from engines.snapshot import Snapshot
-
+from engines.snapshot import Snapshot
 
 
 class EventLogError(ValueError):

@@ -34,13 +34,11 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from engines.snapshot import Snapshot
 from voicelab.measure import intervals
 from voicelab.measure.events import Event, EventKind, revised_char_offsets
-
-if TYPE_CHECKING:  # engines/__init__ imports torch; the gate and metrics must not
-    from engines.snapshot import Snapshot
 
 K = EventKind
 BREAKDOWN_PARTS = ("endpointing", "stt", "engine_first_commit", "tts_first_audio", "playout")

@@ -32,6 +32,7 @@ from pipecat.frames.frames import (
 from pipecat.services.settings import STTSettings
 from pipecat.services.stt_service import STTService
 from pipecat.utils.time import time_now_iso8601
+from pocketsphinx import Decoder
 
 from voicelab.measure.calllog import CallLog
 from voicelab.normalize import spoken_numbers_to_digits
@@ -42,8 +43,6 @@ _START = object()
 
 def new_decoder(sample_rate: int = 16000) -> Any:
     """A pocketsphinx decoder on the English model its wheel ships (quiet logging)."""
-    from pocketsphinx import Decoder
-
     return Decoder(samprate=sample_rate, loglevel="FATAL")
 
 

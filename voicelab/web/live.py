@@ -16,13 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from engines.snapshot import Snapshot
 from voicelab.measure.events import Event, EventKind
 from voicelab.measure.metrics import turn_table
-
-if TYPE_CHECKING:  # engines/__init__ imports torch lazily; the snapshot itself is plain Python
-    from engines.snapshot import Snapshot
 
 K = EventKind
 
