@@ -51,6 +51,7 @@ def sweep(
     runner: Annotated[str, typer.Option(help="'pipeline' (real calls) or 'synthetic' (a dry run, no model)")]
     = "pipeline",
     seed: Annotated[int, typer.Option(help="seed given to every cell")] = 0,
+    repeat: Annotated[int, typer.Option(help="plays of the fixture list per cell, pooled into its run folder")] = 1,
 ) -> None:
     """Run engines x samplers x policies x shaper settings x fixtures; resumable; ends with a Pareto plot."""
     if runner not in RUNNERS:
@@ -64,6 +65,7 @@ def sweep(
             fixtures=tuple(fixture or ["default"]),
             per_fixture=not pool_fixtures,
             seed=seed,
+            repeat=repeat,
         )
         res = run_sweep(grid, out, RUNNERS[runner], ray_address=ray, cpus_per_cell=cpus_per_cell,
                         echo=typer.echo)

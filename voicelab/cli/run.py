@@ -26,6 +26,8 @@ def run(
     vad: str = typer.Option("silero", help="silero or webrtc"),
     out: Path = typer.Option(Path("runs"), help="folder for run folders"),
     matrix: bool = typer.Option(False, help="run the default matrix of configurations and write matrix.json"),
+    repeat: int = typer.Option(1, help="play the fixture list N times per configuration, pooled into one run "
+                                       "folder (calls r1-00-NAME, r2-00-NAME, ...): narrower intervals"),
     barge_in: str = typer.Option("words:3", help="vad (any speech stops the bot) or words:N (N words heard "
                                                  "while the bot talks; backchannels pass)"),
     turn: str = typer.Option("smart", help="smart[:S] (smart-turn v3; unfinished turns end after S s, "
@@ -48,6 +50,6 @@ def run(
                               vad_start_secs=vad_start_secs,
                               keep_leading_ms=None if keep_leading_ms < 0 else keep_leading_ms)
         configs = default_matrix(base) if matrix else [base]
-        run_fixtures(fixtures, configs, out, matrix=matrix, command=list(sys.argv))
+        run_fixtures(fixtures, configs, out, matrix=matrix, command=list(sys.argv), repeat=repeat)
     except (FixtureError, PipelineConfigError, GateConfigError, CheckpointError) as e:
         fail(str(e))

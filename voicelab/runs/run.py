@@ -9,17 +9,13 @@ DIR/<matrix_id>/ plus matrix.json. Tables per turn and overall are printed with 
 from __future__ import annotations
 
 import asyncio
-import csv
 import hashlib
 import json
-import os
-import platform
 import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -30,15 +26,15 @@ from rich.table import Table
 
 from engines.protocol import EngineLike
 from voicelab.analysis.tables import write_parquet
-from voicelab.measure.events import Event, EventKind, EventWriter, read_events
-from voicelab.measure.truth import TruthError, analyze_run
-from voicelab.runs.folder import EVENTS, SUMMARY, RunFolder, write_matrix
 from voicelab.fixtures import Fixture, load_fixture, select
 from voicelab.gate import ShaperParams
+from voicelab.measure.events import Event, EventKind, EventWriter, read_events
 from voicelab.measure.metrics import summarize, turn_table
+from voicelab.measure.truth import TruthError, analyze_run
+from voicelab.pipeline.assembly import run_call
 from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
 from voicelab.pipeline.resources import Resources
-from voicelab.pipeline.assembly import run_call
+from voicelab.runs.folder import EVENTS, SUMMARY, RunFolder, write_matrix
 
 
 def default_matrix(base: PipelineConfig | None = None) -> list[PipelineConfig]:
@@ -112,14 +108,23 @@ def _write_tables(run_dir: Path, events: list[Event], truth: list[dict[str, Any]
     return None
 
 
+def call_ids(fixtures: Sequence[Fixture], repeat: int = 1) -> list[tuple[str, Fixture]]:
+    """(call_id, fixture) in playing order: the list once per repetition; with repeat > 1 the ids carry it
+    (r1-00-NAME, r2-00-NAME, ...), so N repetitions pool into one run folder."""
+    if repeat < 1:
+        raise PipelineConfigError(f"--repeat {repeat}: needs at least 1")
+    return [(f"{f'r{r}-' if repeat > 1 else ''}{i:02d}-{fx.name}", fx)
+            for r in range(1, repeat + 1) for i, fx in enumerate(fixtures)]
+
+
 async def _run_calls(cfg: PipelineConfig, res: Resources, fixtures: Sequence[Fixture], folder: RunFolder,
-                     writer: EventWriter, progress: Progress | None, **call_kw: Any) -> list[Event]:
+                     writer: EventWriter, progress: Progress | None, repeat: int = 1, **call_kw: Any) -> list[Event]:
     events: list[Event] = []
     task = None
+    plan = call_ids(fixtures, repeat)
     if progress is not None:
-        task = progress.add_task(cfg.slug(), total=len(fixtures))
-    for i, fx in enumerate(fixtures):
-        call_id = f"{i:02d}-{fx.name}"
+        task = progress.add_task(cfg.slug(), total=len(plan))
+    for call_id, fx in plan:
         if progress is not None and task is not None:
             progress.update(task, description=f"{cfg.slug()} · {fx.name}")
         try:
@@ -141,6 +146,7 @@ def as_config(config: PipelineConfig | Mapping[str, Any]) -> PipelineConfig:
         return config
     d = dict(config)
     d.pop("fixtures", None)
+    d.pop("repeat", None)  # a count of plays, not a pipeline setting (run_config's `repeat`)
     shaper = d.pop("shaper", None) or {}
     known = {f for f in PipelineConfig.__dataclass_fields__ if f != "shaper"}
     unknown = sorted(set(d) - known)
@@ -160,20 +166,21 @@ def as_fixtures(fixtures: Sequence[Fixture | str | Path]) -> list[Fixture]:
 
 def run_config(config: PipelineConfig | Mapping[str, Any], fixtures: Sequence[Fixture | str | Path], out_dir: Path,
                *, run_dir: Path | None = None, command: Sequence[str] = (), progress: Progress | None = None,
-               resources: Resources | None = None, **call_kw: Any) -> Path:
-    """Run every fixture under one configuration; return the sealed run folder (out_dir/<run_id> unless
-    `run_dir`)."""
+               resources: Resources | None = None, repeat: int = 1, **call_kw: Any) -> Path:
+    """Run every fixture under one configuration, `repeat` times over; return the sealed run folder
+    (out_dir/<run_id> unless `run_dir`)."""
     cfg = as_config(config)
     fxs = as_fixtures(fixtures)
+    call_ids(fxs, repeat)  # a bad repeat count fails before anything loads
     if run_dir is None:
         run_dir = Path(out_dir) / f"{_utc_stamp()}-{cfg.slug()}"
     res = resources or Resources(cfg)  # before the folder: a model that fails to load leaves no folder
     folder = RunFolder.create(run_dir)
     sink = logger.add(str(run_dir / "pipecat.log"), level="WARNING")
     try:
-        config_json = folder.write_config(config_record(cfg, res.engine, fxs), command)
+        config_json = folder.write_config({**config_record(cfg, res.engine, fxs), "repeat": repeat}, command)
         with folder.events_writer() as writer:
-            events = asyncio.run(_run_calls(cfg, res, fxs, folder, writer, progress, **call_kw))
+            events = asyncio.run(_run_calls(cfg, res, fxs, folder, writer, progress, repeat, **call_kw))
     finally:
         if resources is None:
             res.close()
@@ -185,7 +192,7 @@ def run_config(config: PipelineConfig | Mapping[str, Any], fixtures: Sequence[Fi
 
 def run_fixtures(fixture_specs: Sequence[str] | None, configs: Sequence[PipelineConfig], out: Path, *,
                  matrix: bool = False, command: Sequence[str] = (), console: Console | None = None,
-                 **call_kw: Any) -> Path:
+                 repeat: int = 1, **call_kw: Any) -> Path:
     """The main job: every configuration over the fixtures, tables printed. Returns the run (matrix) folder."""
     fixtures = load_fixtures(fixture_specs)
     console = console or Console(width=None if sys.stdout.isatty() else 160)
@@ -197,7 +204,8 @@ def run_fixtures(fixture_specs: Sequence[str] | None, configs: Sequence[Pipeline
                   TimeElapsedColumn(), console=console) as progress:
         for cfg in configs:
             run_dir = root / cfg.slug() if matrix else root
-            run_config(cfg, fixtures, out, run_dir=run_dir, command=command, progress=progress, **call_kw)
+            run_config(cfg, fixtures, out, run_dir=run_dir, command=command, progress=progress, repeat=repeat,
+                       **call_kw)
             summaries.append(json.loads((run_dir / SUMMARY).read_text(encoding="utf-8")))
     for cfg, s in zip(configs, summaries, strict=True):
         run_dir = root / cfg.slug() if matrix else root
@@ -224,6 +232,14 @@ def _f(x: Any, nd: int = 0) -> str:
     return str(x)
 
 
+def _pci(stats: Mapping[str, Any] | None, key: str) -> str:
+    """'p50 [lo–hi]': a percentile with its bootstrap 95 % interval (just the figure when there is none)."""
+    stats = stats or {}
+    ci = stats.get(f"{key}_ci")
+    fig = _f(stats.get(key))
+    return fig if not ci or ci[0] is None else f"{fig} [{ci[0]:.0f}–{ci[1]:.0f}]"
+
+
 def print_turns(console: Console, rows: list[dict[str, Any]], title: str = "per turn") -> None:
     t = Table(title=title, show_lines=False)
     cols = [("call", "call_id"), ("turn", "turn"), ("expect", "expect"), ("FAR ms", "far_ms"),
@@ -247,8 +263,9 @@ def print_summary(console: Console, summaries: Sequence[dict[str, Any]]) -> None
     for s in summaries:
         rev = s["revisions"]
         t.add_row(" ".join(str(s.get(k) or "") for k in ("engine", "sampler", "policy")).strip() or str(s["run_id"]),
-                  _f(s["turns"]), _f(s["far_ms"]["p50"]), _f(s["far_ms"]["p95"]),
-                  _f(s["stop_latency_ms"]["p50"]), _f(s["stop_latency_ms"]["p95"]), _f(s["recovery_ms"]["p50"]),
+                  _f(s["turns"]), _pci(s["far_ms"], "p50"), _pci(s["far_ms"], "p95"),
+                  _pci(s["stop_latency_ms"], "p50"), _pci(s["stop_latency_ms"], "p95"),
+                  _pci(s["recovery_ms"], "p50"),
                   _f(s["heard_text_word_errors"]), _f(s["false_barge_ins"]), _f(rev["audible_per_100_words"], 2),
                   _f(rev["churn"]), _f(rev["post_synthesis"]), _f(s["engine_figures"]["first_commit_ms_p50"]),
                   _f(s["engine_figures"]["tokens_per_s"]), _f(s["truth"]["far_abs_diff_ms_p95"]))

@@ -21,13 +21,11 @@ and OUT must be on storage every node can write.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import re
 import shutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +35,15 @@ from matplotlib.figure import Figure
 
 from voicelab.analysis import AnalysisError, load_run
 from voicelab.runs.folder import SUMMARY, is_sealed, write_json, write_matrix
-from voicelab.runs.grid import CellRunner, CellSpec, SweepError, SweepGrid, compatible, parse_shaper
+from voicelab.runs.grid import (  # noqa: F401 (compatible, parse_shaper: re-exported for the CLI and tests)
+    CellRunner,
+    CellSpec,
+    SweepError,
+    SweepGrid,
+    compatible,
+    parse_shaper,
+)
 from voicelab.runs.synthetic import synthetic_cell_runner
-from voicelab.gate import GateConfigError, GatePolicy, ShaperParams
-
 
 CONCURRENCY_NOTE_LOCAL = ("note: cells run one after another here; anything else busy on this machine (a training "
                           "job, another sweep) still shifts the latencies, so compare cells of one quiet sweep.")
@@ -55,7 +58,7 @@ def run_config_runner(cell: CellSpec, out_dir: Path) -> Path:
     """The real runner: the pipeline's `voicelab.runs.run.run_config(config, fixtures, out_dir)`."""
     from voicelab.runs.run import run_config  # the pipeline (pipecat, torch) loads only for real cells
 
-    return Path(run_config(cell.config(), list(cell.fixtures), out_dir))
+    return Path(run_config(cell.config(), list(cell.fixtures), out_dir, repeat=cell.repeat))
 
 
 RUNNERS: dict[str, CellRunner] = {"pipeline": run_config_runner, "synthetic": synthetic_cell_runner}

@@ -13,25 +13,22 @@ tables and summary.json (truth figures included), and returns the run folder. `s
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-import soundfile as sf
 
 from engines.snapshot import Snapshot
-from voicelab.measure.events import Event, EventKind, snapshot_payload, write_events
-from voicelab.gate import Gate, ShaperParams
 from voicelab.analysis.tables import write_parquet
+from voicelab.gate import Gate, ShaperParams
+from voicelab.measure.events import Event, EventKind, snapshot_payload
 from voicelab.measure.metrics import summarize
 from voicelab.measure.truth import Utterance, analyze_run, call_truth_dict
 from voicelab.runs.folder import RunFolder
 from voicelab.runs.grid import CellSpec
-
 
 K = EventKind
 SR = 16000
@@ -399,9 +396,11 @@ def synthetic_cell_runner(cell: CellSpec, out_dir: Path) -> Path:
     if cell.engine == "ar":
         timing = replace(timing, step_ms=15.0)
     calls: list[Call] = []
-    for f in cell.fixtures:  # 'plain', anything with 'barge', or both (e.g. 'default')
-        if "barge" not in f:
-            calls.append(plain_call(f"{_safe(f)}-plain"))
-        if "plain" not in f:
-            calls.append(barge_in_call(f"{_safe(f)}-barge"))
+    for r in range(1, cell.repeat + 1):
+        rep = f"r{r}-" if cell.repeat > 1 else ""
+        for f in cell.fixtures:  # 'plain', anything with 'barge', or both (e.g. 'default')
+            if "barge" not in f:
+                calls.append(plain_call(f"{rep}{_safe(f)}-plain"))
+            if "plain" not in f:
+                calls.append(barge_in_call(f"{rep}{_safe(f)}-barge"))
     return write_run(out_dir, cfg, calls, timing=timing, seed=cell.seed, run_id=cell.cell_id)
