@@ -19,7 +19,7 @@ from voicelab.measure.metrics import (
 K = EventKind
 SUMMARY_KEYS = {"run_id", "engine", "sampler", "policy", "calls", "turns", "far_ms", "far_breakdown_ms",
                 "stop_latency_ms", "recovery_ms", "heard_text_word_errors", "false_barge_ins", "revisions",
-                "engine_figures", "truth"}
+                "engine_figures", "truth", "false_cut_ins", "stt_wer"}
 
 
 def ev(turn: int, ms: float, kind: K, call: str = "c1", **payload: Any) -> Event:
@@ -241,3 +241,30 @@ def test_helpers() -> None:
     assert word_edit_distance(["a", "b"], ["b", "a"]) == 2
     assert word_edit_distance(["we", "open"], ["we", "open", "at", "nine"]) == 2
     assert spoken_words("Sure, [book(day=friday)] you're booked!") == ["sure", "you're", "booked"]
+
+
+def test_stt_wer_and_false_cut_in_per_turn() -> None:
+    events = [
+        ev(0, 100, K.CALLER_SPEECH_START, expect=None, text="what time do you open on saturday"),
+        ev(0, 1900, K.CALLER_SPEECH_END, text="what time do you open on saturday"),
+        ev(0, 2000, K.STT_FINAL, text="what time do you open on sunday"),
+        # the bot starts talking at 1500 ms, inside the caller's speech: a reply to half a sentence
+        ev(0, 1500, K.BOT_AUDIBLE_ONSET),
+        ev(1, 3000, K.CALLER_SPEECH_START, expect=None, text="book me for 3 30"),
+        ev(1, 4000, K.CALLER_SPEECH_END, text="book me for 3 30"),
+        ev(1, 4100, K.STT_FINAL, text="book me for three thirty"),
+        ev(1, 4600, K.BOT_AUDIBLE_ONSET),
+    ]
+    rows = {r["turn"]: r for r in turn_table(events)}
+    assert rows[0]["stt_wer"] == pytest.approx(1 / 7, abs=1e-3)  # one substitution in seven words
+    assert rows[0]["false_cut_in"] is True and rows[0]["far_ms"] == -400.0
+    assert rows[1]["stt_wer"] == 0.0  # digits and spelled numbers compare equal
+    assert rows[1]["false_cut_in"] is False
+    s = summarize(events, {})
+    assert s["false_cut_ins"] == 1
+    assert s["stt_wer"]["n"] == 2 and s["stt_wer"]["mean"] == pytest.approx(1 / 14, abs=1e-3)
+
+
+def test_no_recognised_turns_give_null_wer() -> None:
+    s = summarize([ev(0, 100, K.CALLER_SPEECH_START), ev(0, 900, K.CALLER_SPEECH_END)], {})
+    assert s["stt_wer"] == {"mean": None, "p95": None, "n": 0} and s["false_cut_ins"] == 0

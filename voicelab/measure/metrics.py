@@ -39,6 +39,7 @@ from typing import Any
 from engines.snapshot import Snapshot
 from voicelab.measure import intervals
 from voicelab.measure.events import Event, EventKind, revised_char_offsets
+from voicelab.speech.wer import word_error_rate
 
 K = EventKind
 BREAKDOWN_PARTS = ("endpointing", "stt", "engine_first_commit", "tts_first_audio", "playout")
@@ -245,6 +246,10 @@ def _turn_row(call_id: str, turn: int, evs: list[Event]) -> dict[str, Any]:
     start_e = _first(caller, K.CALLER_SPEECH_START)
     speech_start, speech_end = _t(start_e), _t(_first(caller, K.CALLER_SPEECH_END))
     expect = start_e.payload.get("expect") if start_e is not None else None
+    said = start_e.payload.get("text") if start_e is not None else None
+    heard_text = " ".join(str(e.payload.get("text", "")) for e in evs
+                          if e.turn == turn and e.kind == K.STT_FINAL).strip()
+    stt_finals = any(e.turn == turn and e.kind == K.STT_FINAL for e in evs)
     reply = [e for e in evs if e.turn == turn and e.kind not in (K.CALLER_SPEECH_START, K.CALLER_SPEECH_END)]
 
     # the reply's acoustic onset; rows the output side could not attribute (turn -1) are matched by time
@@ -287,6 +292,12 @@ def _turn_row(call_id: str, turn: int, evs: list[Event]) -> dict[str, Any]:
         "turn": turn,
         "expect": expect,
         "far_ms": _r(far),
+        # the bot's audio started inside the caller's speech of this turn: a reply to half a sentence
+        "false_cut_in": (onset is not None and speech_start is not None and speech_end is not None
+                         and speech_start <= onset < speech_end),
+        "stt_text": heard_text if stt_finals else None,
+        "stt_wer": (_r(word_error_rate(said, heard_text), 3)
+                    if stt_finals and isinstance(said, str) and said else None),
         "endpointing_ms": _r(_ms(speech_end, turn_end)),
         "stt_ms": _r(_ms(turn_end, stt_end)),
         "engine_first_commit_ms": _r(_ms(llm_request, commit)),
@@ -344,6 +355,12 @@ def turn_table(events: Iterable[Event]) -> list[dict[str, Any]]:
 
 def _vals(rows: Iterable[Mapping[str, Any]], key: str) -> list[float]:
     return [r[key] for r in rows if r.get(key) is not None]
+
+
+def _wer_stats(values: list[float]) -> dict[str, Any]:
+    """Mean and p95 of per-turn word error rates (null without recognised turns)."""
+    return {"mean": _r(sum(values) / len(values), 3) if values else None,
+            "p95": _r(percentile(values, 95), 3), "n": len(values)}
 
 
 def _sum_or_none(values: list[Any]) -> Any:
@@ -405,6 +422,8 @@ def summarize(events: Iterable[Event], config: Mapping[str, Any],
         "recovery_ms": latency_stats(_vals(rows, "recovery_ms")),
         "heard_text_word_errors": _sum_or_none(heard),
         "false_barge_ins": sum(1 for r in backchannels if r["false_barge_in"]) if backchannels else None,
+        "false_cut_ins": sum(1 for r in rows if r["false_cut_in"]),
+        "stt_wer": _wer_stats(_vals(rows, "stt_wer")),
         "revisions": {
             "churn": _sum_or_none(_vals(rev_rows, "churn")),
             "post_synthesis": _sum_or_none(_vals(rev_rows, "post_synthesis")),
