@@ -1,0 +1,167 @@
+"""The run folder (DESIGN.md §7): its layout, and the only code that writes it.
+
+    RUN/config.json        everything needed to repeat the run (package versions, host, command)
+    RUN/events.jsonl       the event rows, appended as they happen (a crash keeps what happened)
+    RUN/calls/ID.wav       the recorded call, stereo (left caller, right bot) on the call clock
+    RUN/calls/ID.json      the call's ground truth and what it left (context, tool calls, schedule)
+    RUN/turns.csv          the per-turn table; RUN/{events,turns,chunks}.parquet the analysis tables
+    RUN/summary.json       the figures: written LAST, it seals the folder
+    RUN/INCOMPLETE         present from creation until the seal: a killed run says so
+
+Every file but events.jsonl is written to a temporary name and renamed, so no reader ever sees half a
+file; a folder is finished exactly when `is_sealed` says so. A folder of several configurations (a matrix,
+a sweep) holds one sealed run folder per configuration and `matrix.json`, the list of their summaries.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import platform
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import soundfile as sf
+
+from voicelab.measure.events import Event, EventWriter, write_events
+
+INCOMPLETE = "INCOMPLETE"
+SUMMARY = "summary.json"
+CONFIG = "config.json"
+EVENTS = "events.jsonl"
+CALLS = "calls"
+MATRIX = "matrix.json"
+PACKAGES = ("torch", "pipecat-ai", "piper-tts", "numpy", "voicelab", "pocketsphinx", "onnxruntime",
+            "faster-whisper")
+
+
+class RunFolderError(OSError):
+    """A run folder that cannot be created or written; the message names the path."""
+
+
+def versions() -> dict[str, str | None]:
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for pkg in PACKAGES:
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = None
+    return out
+
+
+def host() -> dict[str, Any]:
+    return {"cpu_count": os.cpu_count(), "platform": platform.platform(), "machine": platform.machine()}
+
+
+@contextmanager
+def _atomic(path: Path, mode: str = "w") -> Iterator[Any]:
+    """Open a temporary sibling of `path`; on success rename it over `path` (readers never see half a file)."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with tmp.open(mode, **({"encoding": "utf-8", "newline": ""} if "b" not in mode else {})) as f:
+            yield f
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: Path, obj: Any) -> Path:
+    """JSON to `path`, atomically."""
+    text = json.dumps(obj, indent=2, default=str) + "\n"
+    with _atomic(path) as f:
+        f.write(text)
+    return path
+
+
+def write_bytes(path: Path, data: bytes) -> Path:
+    with _atomic(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+def write_wav(path: Path, audio: np.ndarray, sample_rate: int) -> Path:
+    """16-bit PCM WAV (mono or stereo frames x channels), atomically."""
+    buf = io.BytesIO()
+    sf.write(buf, audio, sample_rate, format="WAV", subtype="PCM_16")
+    return write_bytes(path, buf.getvalue())
+
+
+def is_sealed(run: Path) -> bool:
+    """A finished run folder: summary.json written and no INCOMPLETE marker."""
+    return (run / SUMMARY).is_file() and not (run / INCOMPLETE).exists()
+
+
+class RunFolder:
+    """One run folder being written. `create` marks it incomplete; `seal` writes summary.json and unmarks it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    @classmethod
+    def create(cls, path: Path) -> RunFolder:
+        path = Path(path)
+        try:
+            (path / CALLS).mkdir(parents=True, exist_ok=True)
+            (path / INCOMPLETE).write_text("this run has not finished (or was killed); no figure here is final\n",
+                                           encoding="utf-8")
+        except OSError as e:
+            raise RunFolderError(f"{path}: cannot create the run folder: {e.strerror or e}") from None
+        return cls(path)
+
+    @property
+    def run_id(self) -> str:
+        return self.path.name
+
+    def write_config(self, config: Mapping[str, Any], command: Sequence[str] = ()) -> dict[str, Any]:
+        """config.json: the configuration plus what repeats it (versions, host, command line)."""
+        out = {"run_id": self.run_id, **dict(config), "command": list(command), "versions": versions(),
+               "host": host()}
+        write_json(self.path / CONFIG, out)
+        return out
+
+    def events_writer(self) -> EventWriter:
+        """events.jsonl, appended row by row as the call happens."""
+        return EventWriter(self.path / EVENTS)
+
+    def write_events(self, events: Sequence[Event]) -> None:
+        """events.jsonl at once (runs whose events were made elsewhere, e.g. synthetic ones)."""
+        tmp = self.path / f".{EVENTS}.tmp"
+        write_events(tmp, events)
+        os.replace(tmp, self.path / EVENTS)
+
+    def write_call(self, call_id: str, stereo: np.ndarray, sample_rate: int, meta: Mapping[str, Any]) -> Path:
+        """calls/ID.wav and calls/ID.json (ground truth `utterances`, plus whatever the call left)."""
+        wav = write_wav(self.path / CALLS / f"{call_id}.wav", stereo, sample_rate)
+        write_json(self.path / CALLS / f"{call_id}.json",
+                   {"call_id": call_id, "sample_rate": sample_rate, "wav": wav.name, **dict(meta)})
+        return wav
+
+    def write_turns_csv(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        with _atomic(self.path / "turns.csv") as f:
+            if rows:
+                w = csv.DictWriter(f, fieldnames=list(rows[0]))
+                w.writeheader()
+                w.writerows(rows)
+
+    def write_notes(self, notes: Sequence[str]) -> None:
+        if notes:
+            with _atomic(self.path / "notes.txt") as f:
+                f.write("\n".join(notes) + "\n")
+
+    def seal(self, summary: Mapping[str, Any]) -> Path:
+        """summary.json last: from here on the folder is finished."""
+        path = write_json(self.path / SUMMARY, dict(summary))
+        (self.path / INCOMPLETE).unlink(missing_ok=True)
+        return path
+
+
+def write_matrix(root: Path, summaries: Sequence[Mapping[str, Any]]) -> Path:
+    """matrix.json: the summaries of a folder of configurations (a matrix or a sweep)."""
+    return write_json(Path(root) / MATRIX, [dict(s) for s in summaries])
