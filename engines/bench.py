@@ -7,7 +7,10 @@ Figures per engine/sampler:
 - first_commit_ms: median time from the request to the first snapshot whose contiguous
   committed prefix is non-empty (what the gate can first release);
 - forwards_per_token: model forward passes per answer token;
-- correctness: right intent and exact slots (engines/evaluate.py) on the same prompts.
+- correctness: right intent and exact slots (engines/evaluate.py) on the same prompts;
+- ood_coherent / ood_correct: on the out-of-domain set (engines/ood.py), the share of replies that
+  are well-formed replies of the shop's grammar / that are the fallback or a clarifying question;
+- wrong_tool_calls: tool calls on the out-of-domain set, where none is ever expected.
 """
 
 from __future__ import annotations
@@ -23,13 +26,15 @@ from typing import Any
 import torch
 
 from engines.engine import Engine, open_engine
-from engines.evaluate import evaluate, heldout_examples
+from engines.evaluate import Prompt, evaluate, heldout_examples, ood_set
 
 DEFAULT_RUNS = [
     ("diffusion", "threshold", {}),
     ("diffusion", "threshold", {"cache": "none"}),
     ("diffusion", "threshold", {"block_size": 8, "steps_per_block": 4}),
     ("diffusion", "threshold", {"block_size": 48}),
+    ("diffusion", "threshold", {"threshold": 0.7}),
+    ("diffusion", "threshold", {"threshold": 0.5}),
     ("diffusion", "low_confidence", {}),
     ("diffusion", "revising", {}),
     ("ar", "autoregressive", {}),
@@ -49,9 +54,13 @@ class BenchRow:
     ms_per_forward: float
     correctness: float
     revisions_per_answer: float
+    ood_prompts: int = 0
+    ood_coherent: float = float("nan")
+    ood_correct: float = float("nan")
+    wrong_tool_calls: int = 0
 
 
-def bench_engine(eng: Engine, examples: list, warmup: int = 3) -> BenchRow:
+def bench_engine(eng: Engine, examples: list, warmup: int = 3, ood: list[Prompt] | None = None) -> BenchRow:
     for e in examples[:warmup]:
         eng.answer(e.messages)
     tokens = forwards = steps = revisions = 0
@@ -77,25 +86,33 @@ def bench_engine(eng: Engine, examples: list, warmup: int = 3) -> BenchRow:
             firsts.append(first / 1e6)
     res = evaluate(eng, examples, keep_failures=0)
     n = len(examples)
-    return BenchRow(eng.name, eng.sampler, {}, n, round(tokens / gen_s, 1),
-                    round(statistics.median(firsts), 2) if firsts else float("nan"),
-                    round(forwards / max(1, tokens), 3), round(steps / n, 2),
-                    round(gen_s * 1000 / max(1, forwards), 3), res.correct, round(revisions / n, 2))
+    row = BenchRow(eng.name, eng.sampler, {}, n, round(tokens / gen_s, 1),
+                   round(statistics.median(firsts), 2) if firsts else float("nan"),
+                   round(forwards / max(1, tokens), 3), round(steps / n, 2),
+                   round(gen_s * 1000 / max(1, forwards), 3), res.correct, round(revisions / n, 2))
+    if ood:
+        o = evaluate(eng, ood, keep_failures=0)
+        row.ood_prompts, row.ood_coherent, row.ood_correct, row.wrong_tool_calls = o.n, o.coherent, o.correct, \
+            o.wrong_tool_calls
+    return row
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="Benchmark the engines on the same held-out prompts.")
     ap.add_argument("--n", type=int, default=200, help="held-out prompts")
+    ap.add_argument("--ood-garbled", type=int, default=120,
+                    help="garbled requests in the out-of-domain set (0: skip the out-of-domain set)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     ap.add_argument("--out", default=None, help="also write the JSON result (with machine info) here")
     a = ap.parse_args(argv)
     torch.set_num_threads(a.threads)
     examples = heldout_examples(a.n)
+    ood = ood_set(a.ood_garbled) if a.ood_garbled > 0 else None
     rows: list[BenchRow] = []
     for model, sampler, opts in DEFAULT_RUNS:
         eng = open_engine(model, sampler, **opts)
-        row = bench_engine(eng, examples)
+        row = bench_engine(eng, examples, ood=ood)
         row.options = opts
         rows.append(row)
         eng.close()
@@ -116,7 +133,8 @@ def main(argv: list[str] | None = None) -> None:
             ratio = f"{r.tokens_per_s / ar.tokens_per_s:.2f}x AR" if ar else ""
             print(f"{r.engine:10s} {r.sampler:15s} {json.dumps(r.options):18s} {r.tokens_per_s:8.1f} tok/s "
                   f"{ratio:9s} first commit {r.first_commit_ms:6.1f} ms  {r.forwards_per_token:.2f} fwd/tok  "
-                  f"correct {r.correctness:.1%}")
+                  f"correct {r.correctness:.1%}  ood coherent {r.ood_coherent:.1%} ok {r.ood_correct:.1%} "
+                  f"wrong tool calls {r.wrong_tool_calls}")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from engines import corpus
-from engines.checkpoint import save
+from engines.checkpoint import load, save
 from engines.model import LLaDAModel, ModelConfig
 from engines.tokenizer import ChatTokenizer, train_tiny
 
@@ -136,6 +136,8 @@ def run_training(model: LLaDAModel, data: list[Encoded], steps: int, lr: float, 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="Train the tiny AR and diffusion models on the CPU.")
     ap.add_argument("--out", type=Path, default=Path("engines/tiny"))
+    ap.add_argument("--from-ar", type=Path, default=None,
+                    help="skip AR training: adapt the diffusion model from this trained AR folder (its tokenizer)")
     for f, v in asdict(TrainConfig()).items():
         ap.add_argument(f"--{f.replace('_', '-')}", type=type(v), default=v)
     a = ap.parse_args(argv)
@@ -144,7 +146,8 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(cfg.threads)
     train_ex = corpus.generate(cfg.n_train, cfg.corpus_seed)
     texts = [m["content"] for e in train_ex for m in e.messages] + [e.reply for e in train_ex]
-    tok = train_tiny(texts, cfg.vocab_size)
+    prev = load(a.from_ar) if a.from_ar else None
+    tok = prev.tokenizer if prev else train_tiny(texts, cfg.vocab_size)
     data = encode(tok, train_ex, cfg.canvas)
     mc = ModelConfig(d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads, n_kv_heads=cfg.n_heads,
                      mlp_hidden_size=cfg.mlp_hidden_size, vocab_size=tok.vocab_size,
@@ -152,20 +155,31 @@ def main(argv: list[str] | None = None) -> None:
                      mask_token_id=tok.mask_id, eos_token_id=tok.eos_id, pad_token_id=tok.eos_id, causal=True)
     log: list[dict] = []
     t0 = time.monotonic()
-    ar = LLaDAModel(mc)
-    ar.init_weights(cfg.seed)
-    run_training(ar, data, cfg.ar_steps, cfg.ar_lr, cfg.batch, cfg.seed, "ar", tok.tok.token_to_id("<|pad|>"),
-                 tok.mask_id, log)
-    ar_s = time.monotonic() - t0
     extra = {"voicelab": {"canvas": cfg.canvas, "block_size": 24, "steps_per_block": 12}}
-    save(ar, tok, cfg_out(a.out, "ar"), extra_config=extra)
+    if prev is not None:
+        ar = prev.model.float()
+        prev_log = a.from_ar.parent / "train_log.json"
+        if prev_log.is_file():  # keep the AR half of the earlier run's log
+            old = json.loads(prev_log.read_text())
+            log = [r for r in old.get("log", []) if r.get("kind") == "ar"]
+        ar_s = float(json.loads(prev_log.read_text()).get("ar_train_s", 0.0)) if prev_log.is_file() else 0.0
+        if a.out.resolve() != a.from_ar.parent.resolve():
+            save(ar, tok, cfg_out(a.out, "ar"), extra_config=extra)
+    else:
+        ar = LLaDAModel(mc)
+        ar.init_weights(cfg.seed)
+        run_training(ar, data, cfg.ar_steps, cfg.ar_lr, cfg.batch, cfg.seed, "ar", tok.tok.token_to_id("<|pad|>"),
+                     tok.mask_id, log)
+        ar_s = time.monotonic() - t0
+        save(ar, tok, cfg_out(a.out, "ar"), extra_config=extra)
+    mc = ar.config
     # diffusion: same weights, bidirectional attention, shifted logits
     dc = ModelConfig.from_dict(mc.to_dict() | {"causal": False, "logits_shift": True})
     diff = LLaDAModel(dc)
     diff.load_state_dict(ar.state_dict())
     run_training(diff, data, cfg.diff_steps, cfg.diff_lr, cfg.batch, cfg.seed + 1, "diffusion",
                  tok.tok.token_to_id("<|pad|>"), tok.mask_id, log)
-    diff_s = time.monotonic() - t0 - ar_s
+    diff_s = time.monotonic() - t0 - (0.0 if prev is not None else ar_s)
     save(diff, tok, cfg_out(a.out, "diffusion"), extra_config=extra)
     meta = {"train_config": asdict(cfg), "params": ar.num_params(), "ar_train_s": round(ar_s, 1),
             "diffusion_adapt_s": round(diff_s, 1), "torch": torch.__version__, "log": log}

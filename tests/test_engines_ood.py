@@ -1,0 +1,92 @@
+"""The out-of-domain set, the recogniser noise model, --prompts files and the bench's OOD figures."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from engines import corpus
+from engines.answers import score_reply
+from engines.asr_noise import damage, garble
+from engines.evaluate import load_prompts, ood_set
+from engines.ood import OFF_TOPIC, REAL, UNRELATED, garbled_requests, ood_prompts
+
+
+def test_ood_set_expects_no_tool_call_and_is_disjoint_from_training() -> None:
+    prompts = ood_set(60)
+    assert {p.expect.intent for p in prompts} == {"fallback"}
+    assert {p.kind for p in prompts} == {"off_topic", "unrelated", "real", "garbled"}
+    train = corpus.generate(24000, 0)  # engines/train.py's corpus
+    said = {m["content"] for e in train for m in e.messages if m["role"] == "user"}
+    assert not [p.messages[-1]["content"] for p in prompts if p.messages[-1]["content"] in said]
+    # different source sentences, not only different seeds
+    sources = set(corpus._QUESTIONS) | set(corpus._OFF_TOPIC_ACTS)
+    assert not (set(OFF_TOPIC) | set(UNRELATED) | set(REAL)) & sources
+
+
+def test_garbled_requests_are_seeded() -> None:
+    a, b = garbled_requests(30, 5), garbled_requests(30, 5)
+    assert a == b and a != garbled_requests(30, 6)
+    assert len(ood_prompts(30)) == len(OFF_TOPIC) + len(UNRELATED) + len(REAL) + 30
+
+
+def test_noise_model_keeps_protected_words_and_damage_destroys_one() -> None:
+    text = "please cancel my appointment on monday my name is ben"
+    for seed in range(40):
+        r = random.Random(seed)
+        noisy = garble(text, r, protect={"cancel", "monday", "ben"}).split()
+        assert {"cancel", "monday", "ben"} <= set(noisy)
+        hurt = damage(text, random.Random(seed), ["cancel", "monday", "ben"]).split()
+        assert not {"cancel", "monday", "ben"} <= set(hurt)
+    with pytest.raises(ValueError):
+        damage("hello there", random.Random(0), ["cancel"])
+
+
+def test_corpus_answers_ood_callers_without_tool_calls() -> None:
+    ex = corpus.generate(3000, 11)
+    ood = [e for e in ex if e.intent in ("fallback", "clarify")]
+    assert len(ood) > 300 and {e.reply for e in ood} == {corpus.render(k) for k in ("fallback", "clarify", "clarify_day")}
+    assert all(score_reply(e.reply, "fallback").correct for e in ood)
+    # light noise keeps the slot values of in-domain requests
+    for e in ex:
+        if e.intent in ("cancel", "reschedule"):
+            said = e.messages[-1]["content"].split()
+            assert e.slots["name"] in said and e.slots["day"] in said
+
+
+def test_prompts_file_loads_and_bad_lines_name_file_and_line(tmp_path: Path) -> None:
+    f = tmp_path / "p.jsonl"
+    f.write_text(json.dumps({"prompt": "do you sell pizza", "expect": "fallback"}) + "\n\n"
+                 + json.dumps({"prompt": "are you open on friday", "expect": {"intent": "hours",
+                                                                            "slots": {"day": "friday"}}}) + "\n")
+    ps = load_prompts(f)
+    assert [p.expect.intent for p in ps] == ["fallback", "hours"]
+    for bad, why in [("{not json", "not JSON"), (json.dumps({"prompt": "hi"}), "expect"),
+                     (json.dumps({"prompt": "hi", "expect": {"intent": "teleport"}}), "teleport")]:
+        f.write_text(json.dumps({"prompt": "ok", "expect": "fallback"}) + "\n" + bad + "\n")
+        with pytest.raises(ValueError) as e:
+            load_prompts(f)
+        assert f"{f}:2:" in str(e.value) and why in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.skipif(not (Path(__file__).parents[1] / "engines/tiny/diffusion/config.json").exists(),
+                    reason="tiny weights not trained")
+def test_evaluate_prompts_file_and_bench_ood_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from engines.bench import bench_engine
+    from engines.engine import open_engine
+    from engines.evaluate import heldout_examples, main
+
+    f = tmp_path / "p.jsonl"
+    f.write_text(json.dumps({"prompt": "what is the capital of france", "expect": "fallback"}) + "\n"
+                 + json.dumps({"prompt": "hi what time do you open on saturday",
+                               "expect": {"intent": "hours", "slots": {"day": "saturday"}}}) + "\n")
+    main(["--model", "diffusion", "--prompts", str(f)])
+    res = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["file"]
+    assert res["n"] == 2 and 0.0 <= res["correct"] <= 1.0 and isinstance(res["wrong_tool_calls"], int)
+    eng = open_engine("diffusion")
+    row = bench_engine(eng, heldout_examples(4), warmup=1, ood=ood_set(4)[-8:])
+    eng.close()
+    assert row.ood_prompts == 8 and 0.0 <= row.ood_coherent <= 1.0 and row.wrong_tool_calls >= 0
