@@ -53,6 +53,8 @@ class EventKind(StrEnum):
     TTS_AUDIO_DONE = "tts_audio_done"  # payload: chunk_id
     PLAYOUT_START = "playout_start"  # payload: chunk_id, text
     PLAYOUT_STOP = "playout_stop"  # payload: chunk_id, text, played (words heard, if known), interrupted
+    PLAYOUT_PAUSE = "playout_pause"  # the speaker held the bot's audio (t: its last handed-over sample); payload: reason
+    PLAYOUT_RESUME = "playout_resume"  # paused audio continues (t: its next sample); payload: gap_ms, reason
     BOT_AUDIBLE_ONSET = "bot_audible_onset"  # acoustic, from the output side (onset rule of DESIGN §4)
     BOT_AUDIBLE_END = "bot_audible_end"
     BOT_STARTED_SPEAKING = "bot_started_speaking"  # pipecat frames
@@ -71,6 +73,7 @@ REQUIRED_PAYLOAD: dict[EventKind, tuple[str, ...]] = {
     EventKind.TTS_FIRST_AUDIO: ("chunk_id",),
     EventKind.PLAYOUT_START: ("chunk_id",),
     EventKind.PLAYOUT_STOP: ("chunk_id",),
+    EventKind.PLAYOUT_RESUME: ("gap_ms",),
     EventKind.CONTEXT_UPDATE: ("content", "interrupted"),
     EventKind.ERROR: ("where", "message"),
 }

@@ -24,6 +24,9 @@ Per turn (`turn_table`), with t(kind) the call-clock time of the named event of 
 - false_barge_in (expect="no_interrupt" turns): an interruption while the bot was speaking (payload
   bot_speaking, default true), attributed by time to the latest caller utterance started before it.
 - churn / post_synthesis / audible: revisions of the response text classified by `RevisionTracker`.
+- pauses, false_pause, resume_gap_ms (barge-in by pause, `voicelab.measure.pauses`): the bot's playout pauses
+  attributed by time to this caller utterance; false_pause (expect="no_interrupt" turns) says the bot paused
+  on it; resume_gap_ms is the longest paused silence before the bot resumed (None without a resume).
 Percentiles interpolate linearly between order statistics; a figure without samples is None, never 0.
 """
 
@@ -39,6 +42,7 @@ from typing import Any
 from engines.snapshot import Snapshot
 from voicelab.measure import intervals
 from voicelab.measure.events import Event, EventKind, revised_char_offsets
+from voicelab.measure.pauses import pauses_by_turn
 from voicelab.speech.wer import word_error_rate
 
 K = EventKind
@@ -343,10 +347,15 @@ def turn_table(events: Iterable[Event]) -> list[dict[str, Any]]:
     for call_id, evs in sorted(_by_call(events).items()):
         turns = sorted({e.turn for e in evs if e.kind in (K.CALLER_SPEECH_START, K.CALLER_SPEECH_END)})
         false_hits = _false_barge_ins(evs)
+        paused = pauses_by_turn(evs)
         for turn in turns:
             row = _turn_row(call_id, turn, evs)
             if row["expect"] == "no_interrupt":
                 row["false_barge_in"] = turn in false_hits
+            p = paused.get(turn)
+            row["pauses"] = 0 if p is None else p.pauses
+            row["false_pause"] = row["pauses"] > 0 if row["expect"] == "no_interrupt" else None
+            row["resume_gap_ms"] = _r(max(p.resume_gaps_ms)) if p is not None and p.resume_gaps_ms else None
             rows.append(row)
     return rows
 
@@ -422,6 +431,9 @@ def summarize(events: Iterable[Event], config: Mapping[str, Any],
         "recovery_ms": latency_stats(_vals(rows, "recovery_ms")),
         "heard_text_word_errors": _sum_or_none(heard),
         "false_barge_ins": sum(1 for r in backchannels if r["false_barge_in"]) if backchannels else None,
+        "false_pauses": sum(1 for r in backchannels if r["false_pause"]) if backchannels else None,
+        "pauses": sum(r["pauses"] for r in rows),
+        "resume_gap_ms": latency_stats(_vals(rows, "resume_gap_ms")),
         "false_cut_ins": sum(1 for r in rows if r["false_cut_in"]),
         "stt_wer": _wer_stats(_vals(rows, "stt_wer")),
         "revisions": {

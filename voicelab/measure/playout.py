@@ -158,6 +158,7 @@ class PlayoutLedger:
         self.onsets: list[float] = []
         self.ends: list[float] = []
         self._payload = {"where": where} if where else {}
+        self._paused_ns: int | None = None  # when the current pause began
 
     def word_started(self, m: Mark, t_ns: int) -> ChunkPlay:
         c = self.chunks.get(m.chunk_id)
@@ -181,6 +182,18 @@ class PlayoutLedger:
         """Playout was cut at t_ns: open chunks stop with the words started so far."""
         for c in list(self.chunks.values()):
             self._stop(c, t_ns, interrupted=True)
+
+    def paused(self, t_ns: int, reason: str = "") -> None:
+        """The speaker held the bot's audio; t_ns: where the audio handed over so far ends."""
+        self._paused_ns = t_ns
+        self.log.log(K.PLAYOUT_PAUSE, self.turn_for(t_ns / 1e9), {"reason": reason}, t_ns=t_ns)
+
+    def resumed(self, t_ns: int, reason: str = "") -> None:
+        """Paused audio continues at t_ns; gap_ms is the silence the pause put in the bot's speech."""
+        since = t_ns if self._paused_ns is None else self._paused_ns
+        self._paused_ns = None
+        self.log.log(K.PLAYOUT_RESUME, self.turn_for(since / 1e9),
+                     {"gap_ms": round((t_ns - since) / 1e6, 1), "reason": reason}, t_ns=t_ns)
 
     def _stop(self, c: ChunkPlay, t_ns: int, interrupted: bool) -> None:
         self.chunks.pop(c.chunk_id, None)

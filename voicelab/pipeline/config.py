@@ -17,7 +17,8 @@ from typing import Any
 
 from voicelab.gate import GatePolicy, ShaperParams
 
-BARGE_IN_HELP = "vad (any speech stops the bot) or words:N (N recognised words while the bot talks)"
+BARGE_IN_HELP = ("pause (the VAD pauses the bot, then stop or resume: voicelab.pipeline.barge_in), vad (any "
+                 "speech stops the bot) or words:N (N recognised words while the bot talks)")
 TURN_HELP = ("smart[:S] (smart-turn v3 after the VAD stop; an unfinished-sounding turn ends after S s of "
              "silence, default 2) or timeout:S (S seconds of silence)")
 
@@ -62,8 +63,8 @@ class PipelineConfig:
             raise PipelineConfigError("sample_rate: the pipeline runs at 16000 Hz (Silero, smart-turn, pocketsphinx)")
 
     def barge_in_words(self) -> int | None:
-        """None for VAD barge-in, else the word count."""
-        if self.barge_in == "vad":
+        """None for VAD or pause barge-in, else the word count."""
+        if self.barge_in in ("vad", "pause"):
             return None
         kind, _, n = self.barge_in.partition(":")
         if kind != "words" or not n.isdigit() or int(n) < 1:

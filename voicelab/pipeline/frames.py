@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pipecat.frames.frames import AggregatedTextFrame, DataFrame
+from pipecat.frames.frames import AggregatedTextFrame, DataFrame, SystemFrame
 
 from engines.snapshot import Snapshot
 
@@ -54,3 +54,21 @@ class PlayoutMarkFrame(DataFrame):
     @property
     def is_end(self) -> bool:
         return self.word_index >= len(self.words)
+
+
+@dataclass
+class PlayoutPauseFrame(SystemFrame):
+    """Asks the speaker to hold the rest of the bot's audio (the caller may be barging in).
+
+    A system frame so it overtakes queued audio. The engine and the TTS keep going; the speaker plays nothing
+    more until a `PlayoutResumeFrame` (continue at the exact next sample) or an `InterruptionFrame` (drop it).
+    """
+
+    reason: str = ""
+
+
+@dataclass
+class PlayoutResumeFrame(SystemFrame):
+    """Continue the paused playout where it stopped (it was a backchannel, a cough or nothing)."""
+
+    reason: str = ""

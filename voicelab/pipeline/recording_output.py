@@ -41,7 +41,7 @@ from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind
 from voicelab.measure.playout import AudibleEvent, PlayoutLedger
 from voicelab.measure.recording import CallRecorder
-from voicelab.pipeline.frames import PlayoutMarkFrame
+from voicelab.pipeline.frames import PlayoutMarkFrame, PlayoutPauseFrame, PlayoutResumeFrame
 
 K = EventKind
 
@@ -73,6 +73,10 @@ class RecordingOutput(BaseOutputTransport):
         self._word_credits = 0
         self._unplayed_drop_ns = int(unplayed_drop_s * 1e9)
         self.dropped_words = 0
+        # pause: writes wait on `_playing`; an interruption during a pause bumps `_cut` so they drop their audio
+        self._playing = asyncio.Event()
+        self._playing.set()
+        self._cut = 0
 
     # -- lifecycle --
 
@@ -108,6 +112,11 @@ class RecordingOutput(BaseOutputTransport):
         return self.log.now_ns() * self.sr // 1_000_000_000
 
     async def write_audio_frame(self, frame: OutputAudioRawFrame) -> bool:
+        if not self._playing.is_set():  # paused: hold this audio (and so all after it) until resume or cut
+            cut = self._cut
+            await self._playing.wait()
+            if cut != self._cut:
+                return False  # interrupted while paused: never heard
         pcm = np.frombuffer(frame.audio, dtype=np.int16)
         if frame.num_channels > 1:
             pcm = pcm[:: frame.num_channels]
@@ -179,7 +188,17 @@ class RecordingOutput(BaseOutputTransport):
         self.ledger.word_started(m, t)
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
-        if isinstance(frame, InterruptionFrame):
+        if isinstance(frame, PlayoutPauseFrame):
+            if self._playing.is_set():  # audio already handed to the speaker still plays
+                self._playing.clear()
+                self.ledger.paused(self._play_ns(), frame.reason)
+        elif isinstance(frame, PlayoutResumeFrame):
+            if not self._playing.is_set():  # the next sample follows the last one played
+                self.ledger.resumed(self._play_ns(), frame.reason)
+                self._playing.set()
+        elif isinstance(frame, InterruptionFrame):
+            if not self._playing.is_set():
+                self._cut += 1  # the held write drops its audio; woken once the queue is cleared (below)
             # audio already handed to the speaker still plays; words whose mark passed were heard
             cut = self._play_ns()
             self._pending_marks.clear()  # their audio never reached the speaker
@@ -192,6 +211,8 @@ class RecordingOutput(BaseOutputTransport):
             await self._release_words()
             return
         await super().process_frame(frame, direction)
+        if isinstance(frame, InterruptionFrame):
+            self._playing.set()
 
     async def push_frame(self, frame: Frame, direction: FrameDirection = FrameDirection.DOWNSTREAM) -> None:
         if direction == FrameDirection.DOWNSTREAM:

@@ -21,6 +21,7 @@ from pipecat.turns.user_stop.speech_timeout_user_turn_stop_strategy import Speec
 from pipecat.turns.user_stop.turn_analyzer_user_turn_stop_strategy import TurnAnalyzerUserTurnStopStrategy
 from pipecat.turns.user_turn_strategies import UserTurnStrategies
 
+from voicelab.pipeline.barge_in import PauseThenDecide
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.pipeline.vad_webrtc import WebRTCVADAnalyzer
 
@@ -59,8 +60,10 @@ class WordsWhileBotSpeaks(MinWordsUserTurnStartStrategy):
 def turn_strategies(cfg: PipelineConfig) -> UserTurnStrategies:
     """Turn start (barge-in rule) and turn end (smart-turn or a silence timeout) strategies."""
     words = cfg.barge_in_words()
-    if words is None:
-        start: list[Any] = [VADUserTurnStartStrategy(), TranscriptionUserTurnStartStrategy()]
+    if cfg.barge_in == "pause":
+        start: list[Any] = [PauseThenDecide()]
+    elif words is None:
+        start = [VADUserTurnStartStrategy(), TranscriptionUserTurnStartStrategy()]
     else:
         start = [WordsWhileBotSpeaks(min_words=words, use_interim=True)]
     kind, timeout = cfg.turn_timeout()

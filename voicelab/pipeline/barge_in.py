@@ -1,0 +1,135 @@
+"""Barge-in by pause, decide, resume, as a pipecat user-turn start strategy (`--barge-in pause`).
+
+While the bot speaks, the VAD's start of speech pauses playout at once: the strategy pushes a
+`PlayoutPauseFrame` (a system frame, so it overtakes the queued audio) to the output transport, which holds
+the rest of the bot's audio while the engine and the TTS keep their place. It then decides, each time the
+words, the VAD or the clock (every `tick_s`) change, with `voicelab.barge_in_policy.PausedBot`:
+
+- STOP: a real interruption. The user turn starts (pipecat broadcasts its `InterruptionFrame`: the engine is
+  cancelled, the held audio dropped, and the context keeps only the words heard before the pause);
+- RESUME: a backchannel, a cough or nothing. A `PlayoutResumeFrame` lets the speaker continue at the exact
+  sample where it paused, and the words of the backchannel are dropped from the user aggregation so they do
+  not open the caller's next turn.
+
+While the bot is silent a VAD start starts the user turn at once, as `WordsWhileBotSpeaks` does. To use it in
+any pipecat pipeline: `UserTurnStrategies(start=[PauseThenDecide()], stop=[...])` in the user aggregator's
+params, and an output transport that honours the two playout frames (`RecordingOutput` here).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Any
+
+from pipecat.frames.frames import (
+    BotStartedSpeakingFrame,
+    BotStoppedSpeakingFrame,
+    Frame,
+    InterimTranscriptionFrame,
+    TranscriptionFrame,
+    VADUserStartedSpeakingFrame,
+    VADUserStoppedSpeakingFrame,
+)
+from pipecat.turns.types import ProcessFrameResult
+from pipecat.turns.user_start.base_user_turn_start_strategy import BaseUserTurnStartStrategy
+
+from engines.decision import DEFAULT_FOLDER, load_decision_model
+from engines.errors import CheckpointError
+from voicelab.barge_in_policy import Judge, PauseAction, PausedBot, PauseThresholds, word_count_p
+from voicelab.pipeline.frames import PlayoutPauseFrame, PlayoutResumeFrame
+
+
+def default_judge() -> tuple[str, Judge]:
+    """("decision_model", its P(interruption)) when the model's weights are installed, else the word rule."""
+    if not (DEFAULT_FOLDER / "config.json").exists():
+        return "word_count", word_count_p
+    try:
+        dm = load_decision_model()
+    except (CheckpointError, OSError, ValueError):
+        return "word_count", word_count_p
+    return "decision_model", lambda words: dm.ask("interruption", words).p_yes
+
+
+class PauseThenDecide(BaseUserTurnStartStrategy):
+    """User-turn start strategy: pause the bot on the VAD, then stop for good or resume (module doc)."""
+
+    def __init__(self, *, judge: Judge | None = None, thresholds: PauseThresholds | None = None,
+                 tick_s: float = 0.02, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.judge_name, self.judge = ("custom", judge) if judge is not None else default_judge()
+        self.thresholds = thresholds or PauseThresholds()
+        self._tick_s = tick_s
+        self._bot_talking = False
+        self._pause: PausedBot | None = None
+        self._ticker: asyncio.Task[None] | None = None
+        self.decisions: list[tuple[str, str]] = []  # (action, reason) of each pause, for tests and logs
+
+    @staticmethod
+    def _now_ms() -> float:
+        return time.monotonic() * 1000.0
+
+    async def handle_user_turn_started(self) -> None:
+        await super().handle_user_turn_started()
+        await self._end_pause()
+        self._bot_talking = False
+
+    async def cleanup(self) -> None:
+        await super().cleanup()
+        await self._end_pause()
+
+    async def process_frame(self, frame: Frame) -> ProcessFrameResult:
+        if isinstance(frame, BotStartedSpeakingFrame):
+            self._bot_talking = True
+        elif isinstance(frame, BotStoppedSpeakingFrame):
+            self._bot_talking = False
+        elif isinstance(frame, VADUserStartedSpeakingFrame):
+            if self._pause is not None:
+                self._pause.caller_speaking = True
+            elif self._bot_talking:
+                await self._start_pause()
+            else:
+                await self.trigger_user_turn_started()
+            return ProcessFrameResult.STOP
+        elif isinstance(frame, VADUserStoppedSpeakingFrame) and self._pause is not None:
+            self._pause.caller_speaking = False
+            await self._decide()
+        elif isinstance(frame, (TranscriptionFrame, InterimTranscriptionFrame)) and self._pause is not None:
+            self._pause.hear(frame.text, self.judge)
+            return await self._decide()
+        return ProcessFrameResult.CONTINUE
+
+    async def _start_pause(self) -> None:
+        self._pause = PausedBot(paused_at_ms=self._now_ms())
+        await self.push_frame(PlayoutPauseFrame(reason="vad"))
+        self._ticker = self.create_task(self._tick(), "pause_ticker")
+
+    async def _tick(self) -> None:
+        with contextlib.suppress(asyncio.CancelledError):
+            while self._pause is not None:
+                await asyncio.sleep(self._tick_s)
+                await self._decide()
+
+    async def _decide(self) -> ProcessFrameResult:
+        pause = self._pause
+        if pause is None:
+            return ProcessFrameResult.CONTINUE
+        d = pause.decide(self._now_ms(), self.thresholds)
+        if d.action == PauseAction.WAIT:
+            return ProcessFrameResult.CONTINUE
+        self.decisions.append((d.action.value, d.reason))
+        self._pause = None
+        if d.action == PauseAction.STOP:
+            # the turn starts: pipecat interrupts the bot, whose held audio is then dropped
+            await self.trigger_user_turn_started()
+            return ProcessFrameResult.STOP
+        await self.push_frame(PlayoutResumeFrame(reason=d.reason))
+        await self._call_event_handler("on_reset_aggregation")  # a backchannel is not the next turn's start
+        return ProcessFrameResult.CONTINUE
+
+    async def _end_pause(self) -> None:
+        self._pause = None
+        task, self._ticker = self._ticker, None
+        if task is not None and task is not asyncio.current_task():
+            await self.cancel_task(task)
