@@ -13,7 +13,7 @@ os.environ.setdefault("LOGURU_LEVEL", "WARNING")
 
 import typer  # noqa: E402
 
-from voicelab.cli import report, run, serve  # noqa: E402
+from voicelab.cli import compare, report, run, serve  # noqa: E402
 from voicelab.cli.common import fail  # noqa: E402
 from voicelab.cli.fixtures import fixtures_app  # noqa: E402
 
@@ -24,6 +24,7 @@ app.command("serve")(serve.serve)
 app.add_typer(fixtures_app, name="fixtures")
 app.command("report")(report.report)
 app.command("sweep")(report.sweep)
+app.command("compare")(compare.compare)
 
 bench_app = typer.Typer(help="Benchmarks (speed and memory targets live here, not in unit tests).",
                         no_args_is_help=True)

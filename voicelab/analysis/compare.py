@@ -1,0 +1,322 @@
+"""`voicelab compare`: is run B better, worse, or not detectably different from run A, figure by figure?
+
+For each figure (FAR p50/p95, stop latency p50/p95, recovery p50, first token to audio p50/p95 and answer
+accuracy where the turns carry them, audible revisions per turn) the difference B - A comes with a
+bootstrap 95 % interval (`voicelab.measure.intervals.diff_interval`). When both runs played the same fixture
+turns the same number of times (the same list, the same `--repeat`), the samples are paired by (fixture name,
+turn index, repetition) and resampled together, which removes the spread between turns from the
+difference; otherwise each run is resampled on its own. The verdict: "better" or "worse" when the interval
+excludes zero, else "no detectable difference" (or "too few samples" below two per side).
+
+`--fail-on far_p95:+50ms,audible:+0` names regressions a deployment must not ship: a figure fails when the
+lower bound of its regression (B - A for lower-is-better figures, A - B for accuracy) exceeds the threshold.
+
+Too short to tell: a 50 ms change of FAR is detected (interval excluding zero) 80 % of the time only when the
+interval's half width is under 50 x 1.96 / (1.96 + 0.84) = 35 ms; wider intervals get a note with the
+repetitions that would get there (half width shrinks as 1/sqrt(turns)); `benchmarks/repetitions_needed.py`
+measures it by resampling real runs.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from voicelab.analysis.report import CSS, _img
+from voicelab.analysis.tables import RunData
+from voicelab.measure.intervals import RESAMPLES, SEED, Difference, diff_interval, mean_stat, quantile_stat
+
+BETTER, WORSE, SAME, FEW = "better", "worse", "no detectable difference", "too few samples"
+DETECT_MS = 50.0  # the change a comparison should be able to see (issue 15)
+Z95, Z80 = 1.96, 0.84  # two-sided 95 % confidence; 80 % power
+REPEAT_PREFIX = re.compile(r"^r(\d+)-")
+
+
+class CompareError(ValueError):
+    """A bad --fail-on spec or an unusable run; one line naming what is wrong."""
+
+
+@dataclass(frozen=True)
+class FigureSpec:
+    name: str  # the --fail-on key
+    label: str
+    column: str  # column of the turns table
+    stat: str  # "p50", "p95" or "mean"
+    unit: str
+    higher_is_better: bool = False
+    answered_only: bool = False  # FAR: backchannels get no reply
+
+
+FIGURES: tuple[FigureSpec, ...] = (
+    FigureSpec("far_p50", "FAR p50", "far_ms", "p50", "ms", answered_only=True),
+    FigureSpec("far_p95", "FAR p95", "far_ms", "p95", "ms", answered_only=True),
+    FigureSpec("stop_p50", "stop latency p50", "stop_latency_ms", "p50", "ms"),
+    FigureSpec("stop_p95", "stop latency p95", "stop_latency_ms", "p95", "ms"),
+    FigureSpec("recovery_p50", "recovery p50", "recovery_ms", "p50", "ms"),
+    FigureSpec("first_token_to_audio_p50", "first token to audio p50", "first_token_to_audio_ms", "p50", "ms"),
+    FigureSpec("first_token_to_audio_p95", "first token to audio p95", "first_token_to_audio_ms", "p95", "ms"),
+    FigureSpec("audible", "audible revisions per turn", "audible", "mean", "/turn"),
+    FigureSpec("accuracy", "answer accuracy", "answer_correct", "mean", "", higher_is_better=True),
+)
+SPECS = {f.name: f for f in FIGURES}
+
+Key = tuple[str, int, int]  # fixture name, turn index, repetition (occurrence) of that fixture turn
+
+
+@dataclass(frozen=True)
+class FigureDiff:
+    spec: FigureSpec
+    diff: Difference
+    verdict: str
+
+    @property
+    def regression_low(self) -> float | None:
+        """Lower bound of the regression (positive = worse), in the figure's unit."""
+        if self.diff.ci is None:
+            return None
+        return -self.diff.ci[1] if self.spec.higher_is_better else self.diff.ci[0]
+
+
+@dataclass
+class Comparison:
+    a: str  # baseline run id
+    b: str
+    a_label: str
+    b_label: str
+    rows: list[FigureDiff] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+# ---- samples -----------------------------------------------------------------------------------------------
+
+def _fixture_of(run: RunData, call_id: str) -> str:
+    """The fixture a call played (calls/ID.json), else its id without the repetition and index prefixes."""
+    meta = run.path / "calls" / f"{call_id}.json"
+    if meta.is_file():
+        try:
+            name = json.loads(meta.read_text(encoding="utf-8")).get("fixture")
+        except (OSError, json.JSONDecodeError):
+            name = None
+        if name:
+            return str(name)
+    return re.sub(r"^\d+-", "", REPEAT_PREFIX.sub("", call_id))
+
+
+def samples(run: RunData, spec: FigureSpec) -> list[tuple[Key, float]]:
+    """(key, value) for every turn with a value of the figure's column, in call order."""
+    t = run.turns
+    if spec.column not in t.columns:
+        return []
+    if spec.answered_only:
+        t = t[t["expect"].fillna("") != "no_interrupt"]
+    seen: dict[tuple[str, int], int] = defaultdict(int)
+    out: list[tuple[Key, float]] = []
+    fixtures: dict[str, str] = {}
+    for call_id, turn, v in zip(t["call_id"], t["turn"], t[spec.column], strict=True):
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            continue
+        if call_id not in fixtures:
+            fixtures[call_id] = _fixture_of(run, str(call_id))
+        k = (fixtures[call_id], int(turn))
+        out.append(((k[0], k[1], seen[k]), float(v)))
+        seen[k] += 1
+    return out
+
+
+def _stat(spec: FigureSpec) -> Any:
+    return mean_stat if spec.stat == "mean" else quantile_stat(float(spec.stat[1:]))
+
+
+def verdict(spec: FigureSpec, d: Difference) -> str:
+    if d.ci is None:
+        return FEW
+    lo, hi = d.ci
+    if lo > 0:
+        return BETTER if spec.higher_is_better else WORSE
+    if hi < 0:
+        return WORSE if spec.higher_is_better else BETTER
+    return SAME
+
+
+def compare_samples(spec: FigureSpec, a: Sequence[tuple[Key, float]], b: Sequence[tuple[Key, float]], *,
+                    seed: int = SEED, n_resamples: int = RESAMPLES) -> FigureDiff:
+    """One figure: paired by key when both runs measured exactly the same keys, else unpaired."""
+    da, db = dict(a), dict(b)
+    paired = len(da) == len(a) and len(db) == len(b) and set(da) == set(db) and len(da) > 0
+    if paired:
+        keys = sorted(da)
+        xa, xb = [da[k] for k in keys], [db[k] for k in keys]
+    else:
+        xa, xb = [v for _, v in a], [v for _, v in b]
+    d = diff_interval(xa, xb, _stat(spec), paired=paired, seed=seed, n_resamples=n_resamples)
+    return FigureDiff(spec, d, verdict(spec, d))
+
+
+def repeats(run: RunData) -> int:
+    """How many times the run played its fixture list (config.json `repeat`, else 1)."""
+    try:
+        return max(1, int(run.config.get("repeat") or 1))
+    except (TypeError, ValueError):
+        return 1
+
+
+def needed_halfwidth(change: float = DETECT_MS) -> float:
+    """Largest 95 % half width at which a true `change` is detected 80 % of the time (normal approximation)."""
+    return change * Z95 / (Z95 + Z80)
+
+
+def repetitions_for(halfwidth: float, reps: int, change: float = DETECT_MS) -> int:
+    """Plays of the list that bring `halfwidth` (measured with `reps` plays) down to `needed_halfwidth`."""
+    return max(reps, math.ceil(reps * (halfwidth / needed_halfwidth(change)) ** 2))
+
+
+def _too_short(rows: Sequence[FigureDiff], reps: int) -> list[str]:
+    notes = []
+    for r in rows:
+        if r.spec.name not in ("far_p50", "far_p95") or r.diff.ci is None:
+            continue
+        half = (r.diff.ci[1] - r.diff.ci[0]) / 2
+        if half > needed_halfwidth():
+            notes.append(f"{r.spec.label}: the interval is ±{half:.0f} ms, too wide to detect a {DETECT_MS:.0f} ms "
+                         f"change; about {repetitions_for(half, reps)} plays of the list per run would "
+                         f"(--repeat; these runs played it {reps}x; see benchmarks/repetitions_needed.py)")
+    return notes
+
+
+def compare_runs(a: RunData, b: RunData, *, seed: int = SEED, n_resamples: int = RESAMPLES) -> Comparison:
+    """Every figure both runs measured, B against the baseline A."""
+    c = Comparison(a.run_id, b.run_id, a.label, b.label)
+    for spec in FIGURES:
+        sa, sb = samples(a, spec), samples(b, spec)
+        if not sa and not sb:
+            continue
+        c.rows.append(compare_samples(spec, sa, sb, seed=seed, n_resamples=n_resamples))
+    if c.rows and not any(r.diff.paired for r in c.rows):
+        c.notes.append("the runs share no fixture turns played alike: differences are unpaired (wider)")
+    c.notes += _too_short(c.rows, min(repeats(a), repeats(b)))
+    return c
+
+
+# ---- --fail-on ---------------------------------------------------------------------------------------------
+
+_THRESHOLD = re.compile(r"^\s*([a-z0-9_]+)\s*:\s*\+?\s*(-?[0-9]*\.?[0-9]+)\s*(ms|%)?\s*$")
+
+
+def parse_fail_on(text: str) -> dict[str, float]:
+    """'far_p95:+50ms,audible:+0' -> {"far_p95": 50.0, "audible": 0.0}; CompareError naming a bad part."""
+    out: dict[str, float] = {}
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        m = _THRESHOLD.match(part)
+        if m is None:
+            raise CompareError(f"--fail-on '{part.strip()}': expected FIGURE:+THRESHOLD, e.g. far_p95:+50ms")
+        name, value, unit = m.group(1), float(m.group(2)), m.group(3)
+        if name not in SPECS:
+            raise CompareError(f"--fail-on '{part.strip()}': unknown figure '{name}' (one of {', '.join(SPECS)})")
+        if unit == "ms" and SPECS[name].unit != "ms":
+            raise CompareError(f"--fail-on '{part.strip()}': {name} is not in ms")
+        out[name] = value / 100.0 if unit == "%" else value
+    if not out:
+        raise CompareError("--fail-on: no figure given")
+    return out
+
+
+def regressions(comparisons: Sequence[Comparison], thresholds: dict[str, float]) -> list[str]:
+    """One line per figure whose regression's lower bound exceeds its threshold."""
+    out = []
+    for c in comparisons:
+        for r in c.rows:
+            limit = thresholds.get(r.spec.name)
+            low = r.regression_low
+            if limit is not None and low is not None and low > limit:
+                out.append(f"{c.b} vs {c.a}: {r.spec.label} regressed by at least {low:.3g}{r.spec.unit} "
+                           f"(threshold +{limit:g}{r.spec.unit})")
+    return out
+
+
+# ---- output ------------------------------------------------------------------------------------------------
+
+def fmt(v: float | None, unit: str) -> str:
+    if v is None:
+        return "—"
+    return f"{v:.0f}" if unit == "ms" else f"{v:.3g}"
+
+
+def _signed(v: float, unit: str) -> str:
+    return ("+" if v >= 0 else "") + fmt(v, unit)
+
+
+def row_cells(r: FigureDiff) -> list[str]:
+    """figure, A, B, B - A [lo–hi], paired, n, verdict: the terminal table's and the page's columns."""
+    d, u = r.diff, r.spec.unit
+    ci = "" if d.ci is None else f" [{_signed(d.ci[0], u)}, {_signed(d.ci[1], u)}]"
+    delta = "—" if d.diff is None else f"{_signed(d.diff, u)}{ci}"
+    return [r.spec.label, fmt(d.a, u), fmt(d.b, u), delta, "yes" if d.paired else "no", f"{d.n_a}/{d.n_b}",
+            r.verdict]
+
+
+COLUMNS = ("figure", "A", "B", "B − A [95 % interval]", "paired", "n A/B", "verdict")
+
+
+def forest_plot(c: Comparison) -> Figure | None:
+    """Each millisecond figure's difference with its interval; zero marked; left of zero is B faster."""
+    rows = [r for r in c.rows if r.spec.unit == "ms" and r.diff.ci is not None and r.diff.diff is not None]
+    if not rows:
+        return None
+    fig = Figure(figsize=(8, 0.8 + 0.4 * len(rows)))
+    ax = fig.subplots()
+    y = np.arange(len(rows))
+    colors = {BETTER: "#1a7f37", WORSE: "#b42318"}
+    for i, r in enumerate(rows):
+        lo, hi = r.diff.ci  # type: ignore[misc]
+        ax.plot([lo, hi], [i, i], color=colors.get(r.verdict, "#555"), linewidth=3)
+        ax.plot([r.diff.diff], [i], "o", color="black")
+    ax.axvline(0, color="black", linewidth=0.8)
+    ax.set_yticks(y, [r.spec.label for r in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("B − A (ms), 95 % interval")
+    ax.grid(axis="x", alpha=0.3)
+    return fig
+
+
+def render_html(comparisons: Sequence[Comparison], failures: Sequence[str] = ()) -> str:
+    out = ["<!doctype html><html><head><meta charset='utf-8'><title>voicelab compare</title>",
+           f"<style>{CSS}</style></head><body><h1>voicelab compare</h1>",
+           f"<p class='note'>generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}; bootstrap 95 % "
+           "intervals of B − A; paired by fixture turn where both runs played the same turns.</p>"]
+    cls = {BETTER: "ok", WORSE: "bad"}
+    for c in comparisons:
+        out.append(f"<h2>{html.escape(c.b_label)} against {html.escape(c.a_label)}</h2>"
+                   f"<p class='note'>A = {html.escape(c.a)}, B = {html.escape(c.b)}</p>")
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in COLUMNS)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in row_cells(r)[:-1])
+                       + f"<td class='{cls.get(r.verdict, 'note')}'>{html.escape(r.verdict)}</td></tr>"
+                       for r in c.rows)
+        out.append(f"<table><tr>{head}</tr>{body}</table>")
+        fig = forest_plot(c)
+        if fig is not None:
+            out.append(_img(fig, f"differences {c.b} vs {c.a}"))
+        out += [f"<p class='note'>{html.escape(n)}</p>" for n in c.notes]
+    if failures:
+        out.append("<h2>--fail-on</h2>" + "".join(f"<p class='bad'>{html.escape(f)}</p>" for f in failures))
+    out.append("</body></html>")
+    return "\n".join(out)
+
+
+def write_html(path: str | Path, comparisons: Sequence[Comparison], failures: Sequence[str] = ()) -> Path:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(render_html(comparisons, failures), encoding="utf-8")
+    return p

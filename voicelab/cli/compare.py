@@ -1,0 +1,72 @@
+"""`voicelab compare RUN_A RUN_B [RUN_C ...]`: each run against the baseline A, figure by figure.
+
+Exit status: 0; 1 when `--fail-on` finds a regression beyond its threshold with confidence; 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from voicelab.analysis import AnalysisError, load_run
+from voicelab.analysis.compare import (
+    BETTER,
+    COLUMNS,
+    WORSE,
+    CompareError,
+    compare_runs,
+    parse_fail_on,
+    regressions,
+    row_cells,
+    write_html,
+)
+from voicelab.cli.common import fail
+from voicelab.measure.events import EventLogError
+from voicelab.measure.intervals import RESAMPLES
+
+EXIT_REGRESSION = 1
+
+
+def compare(
+    runs: Annotated[list[Path], typer.Argument(help="run folders: the first is the baseline A, each other one is "
+                                                    "compared with it")],
+    fail_on: Annotated[str | None, typer.Option("--fail-on", help="regressions that fail the command, e.g. "
+                                                "'far_p95:+50ms,audible:+0' (exit 1 when the interval's lower "
+                                                "bound of the regression exceeds the threshold)")] = None,
+    html_out: Annotated[Path | None, typer.Option("--html", help="also write an HTML page here")] = None,
+    resamples: Annotated[int, typer.Option(help="bootstrap resamples per figure")] = RESAMPLES,
+    seed: Annotated[int, typer.Option(help="bootstrap seed")] = 0,
+) -> None:
+    """Differences with 95 % intervals (paired by fixture turn) and a verdict per figure."""
+    if len(runs) < 2:
+        fail("compare needs at least two run folders (the baseline first)")
+    try:
+        thresholds = parse_fail_on(fail_on) if fail_on is not None else {}
+        data = [load_run(r) for r in runs]
+    except (CompareError, AnalysisError, EventLogError) as exc:
+        fail(str(exc))
+    comparisons = [compare_runs(data[0], b, seed=seed, n_resamples=resamples) for b in data[1:]]
+    console = Console(width=None if sys.stdout.isatty() else 140)
+    style = {BETTER: "green", WORSE: "red"}
+    for c in comparisons:
+        t = Table(title=f"{c.b_label} ({c.b}) against {c.a_label} ({c.a})")
+        for name in COLUMNS:
+            t.add_column(name, justify="left" if name in ("figure", "verdict") else "right")
+        for r in c.rows:
+            cells = row_cells(r)
+            t.add_row(*cells[:-1], f"[{style[r.verdict]}]{r.verdict}[/]" if r.verdict in style else r.verdict)
+        console.print(t)
+        for note in c.notes:
+            console.print(f"[dim]note: {note}[/dim]")
+    failures = regressions(comparisons, thresholds)
+    if html_out is not None:
+        console.print(f"html: {write_html(html_out, comparisons, failures)}")
+    if failures:
+        for f in failures:
+            typer.echo(f"regression: {f}", err=True)
+        raise typer.Exit(EXIT_REGRESSION)
