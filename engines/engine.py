@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from engines.chat_stream import Usage
 from engines.checkpoint import Checkpoint, load
 from engines.samplers import SAMPLERS, Control, SamplerConfig, Special, Step
 from engines.snapshot import Snapshot
@@ -52,6 +53,13 @@ class Generation:
     @property
     def cancelled(self) -> bool:
         return self.control.cancelled.is_set()
+
+    @property
+    def usage(self) -> Usage:
+        """The prompt's tokens and the answer's so far, by the tokenizer (what a hosted engine would bill)."""
+        last = self.last
+        return Usage(len(self.prompt), None if last is None else (last.eos if last.eos is not None
+                                                                   else last.prefix_len))
 
     def _next(self) -> Snapshot | None:
         step = next(self._steps, None)

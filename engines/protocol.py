@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from engines.chat_stream import Usage
 from engines.snapshot import Snapshot
 
 
@@ -31,6 +32,16 @@ class GenerationLike(Protocol):
     def __iter__(self) -> Iterator[Snapshot]: ...
 
     def __aiter__(self) -> AsyncIterator[Snapshot]: ...
+
+
+@runtime_checkable
+class ReportsUsage(Protocol):
+    """A generation that knows its token counts (HTTP engines: the server's usage; local ones: the tokenizer's).
+
+    Not part of GenerationLike: wrappers and replays need not know them; the run prices what it can."""
+
+    @property
+    def usage(self) -> Usage: ...
 
 
 @runtime_checkable

@@ -29,7 +29,7 @@ from pipecat.processors.frame_processor import FrameDirection
 from pipecat.services.llm_service import LLMService
 from pipecat.services.settings import LLMSettings
 
-from engines.protocol import EngineLike
+from engines.protocol import EngineLike, ReportsUsage
 from engines.snapshot import Snapshot
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind, snapshot_payload
@@ -138,7 +138,9 @@ class EngineLLMService(LLMService):
             tokens = 0
             if last is not None:
                 tokens = last.eos if last.eos is not None else last.prefix_len
-            log.log(K.ENGINE_DONE, turn, {"tokens": tokens, "steps": steps,
+            # input/output tokens as billed (HTTP usage) or counted (tokenizer): voicelab.analysis.price
+            usage = gen.usage.to_dict() if isinstance(gen, ReportsUsage) else {}
+            log.log(K.ENGINE_DONE, turn, {"tokens": tokens, "steps": steps, **usage,
                                           "forwards": last.forwards if last is not None else 0,
                                           "cancelled": cancelled, "gen_id": gen_id,
                                           "text": last.text() if last is not None else ""})
