@@ -25,6 +25,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from engines.protocol import EngineLike
+from voicelab.analysis.price import price_summary
 from voicelab.analysis.tables import write_parquet
 from voicelab.fixtures import Fixture, load_fixture, select
 from voicelab.gate import ShaperParams
@@ -34,7 +35,7 @@ from voicelab.measure.truth import TruthError, analyze_run
 from voicelab.pipeline.assembly import run_call
 from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
 from voicelab.pipeline.resources import Resources
-from voicelab.runs.folder import EVENTS, SUMMARY, RunFolder, write_matrix
+from voicelab.runs.folder import CONFIG, EVENTS, SUMMARY, RunFolder, write_matrix
 
 
 def default_matrix(base: PipelineConfig | None = None) -> list[PipelineConfig]:
@@ -93,6 +94,7 @@ def finish_run(folder: RunFolder, events: list[Event], meta: Mapping[str, Any]) 
     folder.write_turns_csv(turn_table(events))
     truth, note = truth_rows(folder.path)
     summary = summarize(events, {"run_id": folder.run_id, **dict(meta)}, truth=truth)
+    summary["price"] = price_summary(events, json.loads((folder.path / CONFIG).read_text(encoding="utf-8")))
     notes = [n for n in (note, _write_tables(folder.path, events, truth)) if n]
     folder.write_notes(notes)
     folder.seal(summary)

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from engines.snapshot import Snapshot
+from voicelab.analysis.price import price_summary
 from voicelab.analysis.tables import write_parquet
 from voicelab.gate import Gate, ShaperParams
 from voicelab.measure.events import Event, EventKind, snapshot_payload
@@ -379,7 +380,7 @@ def write_run(out_dir: str | Path, config: dict[str, Any] | None = None, calls: 
     folder.write_events(events)
     if finish:
         rows = analyze_run(folder.path)
-        summary = summarize(events, cfg, truth=rows)
+        summary = {**summarize(events, cfg, truth=rows), "price": price_summary(events, cfg)}
         write_parquet(folder.path, truth_rows=rows)
         folder.seal(summary)
     return folder.path
