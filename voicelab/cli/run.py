@@ -11,7 +11,7 @@ from engines.errors import CheckpointError
 from voicelab.cli.common import fail, quiet_pipecat_logs
 from voicelab.fixtures import FixtureError
 from voicelab.gate import GateConfigError, ShaperParams
-from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
+from voicelab.pipeline.config import DEFAULT_GREETING, PipelineConfig, PipelineConfigError
 from voicelab.runs.run import default_matrix, run_fixtures
 
 
@@ -28,8 +28,10 @@ def run(
     matrix: bool = typer.Option(False, help="run the default matrix of configurations and write matrix.json"),
     repeat: int = typer.Option(1, help="play the fixture list N times per configuration, pooled into one run "
                                        "folder (calls r1-00-NAME, r2-00-NAME, ...): narrower intervals"),
-    barge_in: str = typer.Option("words:3", help="vad (any speech stops the bot) or words:N (N words heard "
-                                                 "while the bot talks; backchannels pass)"),
+    barge_in: str = typer.Option("words:3", help="pause (the VAD pauses the bot; it then stops for good or "
+                                                 "resumes), vad (any speech stops the bot) or words:N (N words "
+                                                 "heard while the bot talks; backchannels pass)"),
+    greeting: str = typer.Option(DEFAULT_GREETING, help="what the bot says at call start ('' for nothing)"),
     turn: str = typer.Option("smart", help="smart[:S] (smart-turn v3; unfinished turns end after S s, "
                                              "default 2) or timeout:S"),
     vad_stop_secs: float = typer.Option(0.12, help="VAD silence before speech counts as stopped (pipecat: 0.2)"),
@@ -46,7 +48,7 @@ def run(
         shaper = ShaperParams(min_words=min_words, max_words=max_words, max_hold_ms=max_hold_ms,
                               first_min_words=first_chunk_words)
         base = PipelineConfig(engine=engine, sampler=sampler, policy=policy, shaper=shaper, stt=stt, vad=vad,
-                              barge_in=barge_in, turn=turn, vad_stop_secs=vad_stop_secs,
+                              barge_in=barge_in, turn=turn, vad_stop_secs=vad_stop_secs, greeting=greeting,
                               vad_start_secs=vad_start_secs,
                               keep_leading_ms=None if keep_leading_ms < 0 else keep_leading_ms)
         configs = default_matrix(base) if matrix else [base]

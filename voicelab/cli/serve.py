@@ -9,7 +9,13 @@ import uvicorn
 
 from voicelab.cli.common import fail, quiet_pipecat_logs
 from voicelab.gate import GateConfigError
-from voicelab.pipeline.config import TURN_HELP, PipelineConfig, PipelineConfigError
+from voicelab.pipeline.config import (
+    BARGE_IN_HELP,
+    DEFAULT_GREETING,
+    TURN_HELP,
+    PipelineConfig,
+    PipelineConfigError,
+)
 from voicelab.web.app import ServeError, ServeOptions, create_app
 from voicelab.web.session import ResourcePool
 
@@ -23,11 +29,16 @@ def serve(
     vad: Annotated[str, typer.Option(help="silero or webrtc")] = "silero",
     stt: Annotated[str, typer.Option(help="pocketsphinx (live calls have no fixture transcript)")] = "pocketsphinx",
     turn: Annotated[str, typer.Option(help=TURN_HELP)] = "smart",
+    barge_in: Annotated[str, typer.Option(help=BARGE_IN_HELP + "; the browser side does not pause yet, so "
+                                          "pause acts as a word rule there")] = "words:3",
+    greeting: Annotated[str, typer.Option(help="what the bot says when a session starts ('' for nothing)")] = (
+        DEFAULT_GREETING),
     max_sessions: Annotated[int, typer.Option(help="concurrent browser sessions; more get a 'busy' message")] = 2,
 ) -> None:
     """Serve the live mic demo: speak in the browser, watch the canvas resolve and the latency meter."""
     try:
-        cfg = PipelineConfig(engine=engine, sampler=sampler, policy=policy, vad=vad, stt=stt, turn=turn)
+        cfg = PipelineConfig(engine=engine, sampler=sampler, policy=policy, vad=vad, stt=stt, turn=turn,
+                             barge_in=barge_in, greeting=greeting)
         options = ServeOptions(pipeline=cfg, max_sessions=max_sessions)
     except (PipelineConfigError, GateConfigError, ServeError) as e:
         fail(str(e))

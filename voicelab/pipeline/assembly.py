@@ -35,6 +35,7 @@ from voicelab.measure.recording import CallRecorder
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.pipeline.fixture_input import FixturePlayerInput
 from voicelab.pipeline.gate_processor import GateProcessor
+from voicelab.pipeline.greeting import GreetingProcessor
 from voicelab.pipeline.llm_service import EngineLLMService
 from voicelab.pipeline.observers import EventObserver
 from voicelab.pipeline.recording_output import RecordingOutput
@@ -73,11 +74,12 @@ class Core:
     tts: Any
     asst_agg: Any
     tools: list[dict[str, Any]]
+    greeting: Any = None  # GreetingProcessor, between the engine and the gate (None: no greeting)
 
     @property
     def middle(self) -> list[Any]:
-        """user aggregator -> engine -> gate -> TTS: what goes between the STT and the output transport."""
-        return [self.user_agg, self.llm, self.gate, self.tts]
+        """user aggregator -> engine -> [greeting] -> gate -> TTS: between the STT and the output transport."""
+        return [p for p in (self.user_agg, self.llm, self.greeting, self.gate, self.tts) if p is not None]
 
 
 def build_core(cfg: PipelineConfig, log: CallLog, *, engine: EngineLike, voice: Any, vad: Any = None,
@@ -111,7 +113,8 @@ def build_core(cfg: PipelineConfig, log: CallLog, *, engine: EngineLike, voice: 
         log.log(K.CONTEXT_UPDATE, log.request_turn,
                 {"content": message.content, "interrupted": bool(message.interrupted)})
 
-    return Core(context, user_agg, llm, gate, tts, asst_agg, tools)
+    greeting = GreetingProcessor(cfg.greeting) if cfg.greeting.strip() else None
+    return Core(context, user_agg, llm, gate, tts, asst_agg, tools, greeting)
 
 
 async def run_call(fixture: Fixture, cfg: PipelineConfig, res: Resources, call_id: str, *,

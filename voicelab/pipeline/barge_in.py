@@ -11,6 +11,10 @@ words, the VAD or the clock (every `tick_s`) change, with `voicelab.barge_in_pol
   sample where it paused, and the words of the backchannel are dropped from the user aggregation so they do
   not open the caller's next turn.
 
+The VAD that ends turns needs `start_secs` (0.2 s) of speech, plus its own lag, before it says "started"; a
+pause is cheap to undo, so an optional `onset_vad` (a second analyzer with a short start window, run only
+while the bot talks) pauses earlier; the caller counts as speaking while either VAD hears them.
+
 While the bot is silent a VAD start starts the user turn at once, as `WordsWhileBotSpeaks` does. To use it in
 any pipecat pipeline: `UserTurnStrategies(start=[PauseThenDecide()], stop=[...])` in the user aggregator's
 params, and an output transport that honours the two playout frames (`RecordingOutput` here).
@@ -23,10 +27,12 @@ import contextlib
 import time
 from typing import Any
 
+from pipecat.audio.vad.vad_analyzer import VADAnalyzer, VADState
 from pipecat.frames.frames import (
     BotStartedSpeakingFrame,
     BotStoppedSpeakingFrame,
     Frame,
+    InputAudioRawFrame,
     InterimTranscriptionFrame,
     TranscriptionFrame,
     VADUserStartedSpeakingFrame,
@@ -56,8 +62,10 @@ class PauseThenDecide(BaseUserTurnStartStrategy):
     """User-turn start strategy: pause the bot on the VAD, then stop for good or resume (module doc)."""
 
     def __init__(self, *, judge: Judge | None = None, thresholds: PauseThresholds | None = None,
-                 tick_s: float = 0.02, **kwargs: Any) -> None:
+                 tick_s: float = 0.02, onset_vad: VADAnalyzer | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self._onset_vad = onset_vad
+        self._vad_speaking = False  # the turn VAD hears the caller
         self.judge_name, self.judge = ("custom", judge) if judge is not None else default_judge()
         self.thresholds = thresholds or PauseThresholds()
         self._tick_s = tick_s
@@ -84,7 +92,10 @@ class PauseThenDecide(BaseUserTurnStartStrategy):
             self._bot_talking = True
         elif isinstance(frame, BotStoppedSpeakingFrame):
             self._bot_talking = False
+        elif isinstance(frame, InputAudioRawFrame):
+            await self._onset(frame)
         elif isinstance(frame, VADUserStartedSpeakingFrame):
+            self._vad_speaking = True
             if self._pause is not None:
                 self._pause.caller_speaking = True
             elif self._bot_talking:
@@ -92,17 +103,31 @@ class PauseThenDecide(BaseUserTurnStartStrategy):
             else:
                 await self.trigger_user_turn_started()
             return ProcessFrameResult.STOP
-        elif isinstance(frame, VADUserStoppedSpeakingFrame) and self._pause is not None:
-            self._pause.caller_speaking = False
-            await self._decide()
+        elif isinstance(frame, VADUserStoppedSpeakingFrame):
+            self._vad_speaking = False
+            if self._pause is not None:
+                self._pause.caller_speaking = False
+                await self._decide()
         elif isinstance(frame, (TranscriptionFrame, InterimTranscriptionFrame)) and self._pause is not None:
             self._pause.hear(frame.text, self.judge)
             return await self._decide()
         return ProcessFrameResult.CONTINUE
 
-    async def _start_pause(self) -> None:
+    async def _onset(self, frame: InputAudioRawFrame) -> None:
+        """The early VAD: pause on its start while the bot talks; its quiet ends a pause the turn VAD never
+        confirmed (a click or a breath)."""
+        if self._onset_vad is None:
+            return
+        # fed all the time: an analyzer fed only while the bot talks keeps stale speech from the last turn
+        state = await self._onset_vad.analyze_audio(frame.audio)
+        if state == VADState.SPEAKING and self._pause is None and self._bot_talking:
+            await self._start_pause("onset_vad")
+        elif state == VADState.QUIET and self._pause is not None and not self._vad_speaking:
+            self._pause.caller_speaking = False
+
+    async def _start_pause(self, reason: str = "vad") -> None:
         self._pause = PausedBot(paused_at_ms=self._now_ms())
-        await self.push_frame(PlayoutPauseFrame(reason="vad"))
+        await self.push_frame(PlayoutPauseFrame(reason=reason))
         self._ticker = self.create_task(self._tick(), "pause_ticker")
 
     async def _tick(self) -> None:

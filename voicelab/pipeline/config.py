@@ -23,6 +23,9 @@ TURN_HELP = ("smart[:S] (smart-turn v3 after the VAD stop; an unfinished-soundin
              "silence, default 2) or timeout:S (S seconds of silence)")
 
 
+DEFAULT_GREETING = "Riverside Bike Works, how can I help?"
+
+
 class PipelineConfigError(ValueError):
     """A bad pipeline setting; the message names the field."""
 
@@ -44,6 +47,7 @@ class PipelineConfig:
     sample_rate: int = 16000
     keep_leading_ms: float | None = 20.0  # Piper's leading silence kept before each chunk
     no_reply_timeout_s: float = 6.0
+    greeting: str = DEFAULT_GREETING  # spoken at call start (voicelab.pipeline.greeting); "" for none
     seed: int = 0
     label: str | None = None
 

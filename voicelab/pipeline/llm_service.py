@@ -55,6 +55,8 @@ def chat_messages(context: LLMContext) -> list[dict[str, str]]:
         if out and out[-1]["role"] == role == "user":  # two user turns in a row read as one utterance
             out[-1]["content"] += " " + content.strip()
             continue
+        if role == "assistant" and not any(m["role"] == "user" for m in out):
+            continue  # the greeting: the engines' corpus never opens with the bot, so they do not see it
         out.append({"role": role, "content": content.strip()})
     return out
 

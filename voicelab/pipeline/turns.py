@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from pipecat.audio.turn.smart_turn.base_smart_turn import SmartTurnParams
@@ -57,11 +58,24 @@ class WordsWhileBotSpeaks(MinWordsUserTurnStartStrategy):
         return await super().process_frame(frame)
 
 
+# the pause trigger's VAD: two Silero windows (64 ms) of speech instead of the turn VAD's start_secs; a false
+# start costs only a pause that is resumed
+ONSET_START_SECS = 0.064
+ONSET_STOP_SECS = 0.2
+
+
+def onset_vad(cfg: PipelineConfig) -> VADAnalyzer:
+    """The early VAD of `--barge-in pause`: the configured VAD with a short start window, ready to analyse."""
+    vad = vad_analyzer(replace(cfg, vad_start_secs=ONSET_START_SECS, vad_stop_secs=ONSET_STOP_SECS))
+    vad.set_sample_rate(cfg.sample_rate)
+    return vad
+
+
 def turn_strategies(cfg: PipelineConfig) -> UserTurnStrategies:
     """Turn start (barge-in rule) and turn end (smart-turn or a silence timeout) strategies."""
     words = cfg.barge_in_words()
     if cfg.barge_in == "pause":
-        start: list[Any] = [PauseThenDecide()]
+        start: list[Any] = [PauseThenDecide(onset_vad=onset_vad(cfg))]
     elif words is None:
         start = [VADUserTurnStartStrategy(), TranscriptionUserTurnStartStrategy()]
     else:

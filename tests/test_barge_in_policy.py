@@ -1,0 +1,107 @@
+"""The pure side of barge-in by pause: the word rule, one pause's decision, and the pause figures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from voicelab.barge_in_policy import (
+    BACKCHANNEL_MAX_WORDS,
+    PauseAction,
+    PausedBot,
+    PauseThresholds,
+    word_count_p,
+)
+from voicelab.measure.events import Event, EventKind
+from voicelab.measure.metrics import summarize, turn_table
+from voicelab.measure.pauses import pauses_by_turn
+
+K = EventKind
+WORD = st.text(alphabet="abcdefghij", min_size=1, max_size=6)
+
+
+def test_word_rule_backchannel_vs_sentence() -> None:
+    assert word_count_p("") is None
+    assert word_count_p("the") < 0.3  # pocketsphinx's "mm hmm"
+    assert word_count_p("i have") < 0.3  # pocketsphinx's "uh huh"
+    assert word_count_p("when do you close") >= PauseThresholds().stop_p
+
+
+def test_backchannel_resumes_once_the_caller_stops() -> None:
+    p = PausedBot(paused_at_ms=0.0)
+    p.hear("i have", word_count_p)
+    assert p.decide(100.0).action == PauseAction.WAIT  # caller still speaking
+    p.caller_speaking = False
+    assert p.decide(100.0).action == PauseAction.WAIT  # settling
+    assert p.decide(300.0).action == PauseAction.RESUME
+
+
+def test_sentence_stops_while_the_caller_speaks() -> None:
+    p = PausedBot(paused_at_ms=1000.0)
+    p.hear("when do you", word_count_p)
+    assert p.decide(1100.0).action == PauseAction.STOP
+
+
+def test_silence_resumes_and_long_wordless_sound_resumes() -> None:
+    p = PausedBot(paused_at_ms=0.0, caller_speaking=False)
+    assert p.decide(300.0).action == PauseAction.RESUME
+    q = PausedBot(paused_at_ms=0.0)
+    assert q.decide(1999.0).action == PauseAction.WAIT
+    assert q.decide(2000.0).action == PauseAction.RESUME
+
+
+@given(words=st.lists(WORD, max_size=8), speaking=st.booleans(),
+       times=st.lists(st.floats(min_value=0, max_value=5000), min_size=2, max_size=6))
+def test_decision_is_final_once_taken(words: list[str], speaking: bool, times: list[float]) -> None:
+    """For fixed inputs, once STOP or RESUME at t, the same at every later t (no flip-flopping)."""
+    p = PausedBot(paused_at_ms=0.0, caller_speaking=speaking)
+    p.hear(" ".join(words), word_count_p)
+    seen = None
+    for t in sorted(times):
+        a = p.decide(t).action
+        if seen is not None:
+            assert a == seen
+        elif a != PauseAction.WAIT:
+            seen = a
+
+
+@given(words=st.lists(WORD, min_size=1, max_size=8))
+def test_word_rule_is_monotone_in_words(words: list[str]) -> None:
+    p = word_count_p(" ".join(words))
+    assert p is not None
+    assert (p >= PauseThresholds().stop_p) == (len(words) > BACKCHANNEL_MAX_WORDS)
+
+
+def ev(turn: int, ms: float, kind: K, call: str = "c1", **payload: Any) -> Event:
+    return Event(call, turn, int(ms * 1_000_000), kind, payload)
+
+
+def _call() -> list[Event]:
+    """A reply paused by a backchannel (resumed after 250 ms) and later by an interruption (stopped)."""
+    return [
+        ev(0, 0, K.CALLER_SPEECH_START, expect=None, text="q"), ev(0, 1000, K.CALLER_SPEECH_END, expect=None),
+        ev(0, 1500, K.BOT_AUDIBLE_ONSET),
+        ev(1, 3000, K.CALLER_SPEECH_START, expect="no_interrupt"), ev(1, 3300, K.CALLER_SPEECH_END),
+        ev(0, 3200, K.PLAYOUT_PAUSE, reason="onset_vad"), ev(0, 3450, K.PLAYOUT_RESUME, gap_ms=250.0, reason="x"),
+        ev(2, 6000, K.CALLER_SPEECH_START, expect="interrupt"), ev(2, 6900, K.CALLER_SPEECH_END),
+        ev(0, 6210, K.PLAYOUT_PAUSE, reason="onset_vad"), ev(0, 6215, K.BOT_AUDIBLE_END),
+        ev(2, 6500, K.INTERRUPTION, bot_speaking=True),
+    ]
+
+
+def test_pauses_are_attributed_to_the_caller_utterance() -> None:
+    got = pauses_by_turn(_call())
+    assert got[1].pauses == 1 and got[1].resume_gaps_ms == [250.0]
+    assert got[2].pauses == 1 and got[2].resume_gaps_ms == []
+
+
+def test_turn_table_and_summary_pause_figures() -> None:
+    rows = {r["turn"]: r for r in turn_table(_call())}
+    assert rows[1]["false_pause"] is True and rows[1]["resume_gap_ms"] == 250.0
+    assert rows[1]["false_barge_in"] is False
+    assert rows[2]["false_pause"] is None and rows[2]["stop_latency_ms"] == 215.0
+    s = summarize(_call(), {"run_id": "r"})
+    assert s["false_pauses"] == 1 and s["pauses"] == 2 and s["false_barge_ins"] == 0
+    assert s["resume_gap_ms"]["n"] == 1 and s["resume_gap_ms"]["p50"] == 250.0
