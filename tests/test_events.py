@@ -25,6 +25,7 @@ BRIEF_KINDS = {
     "tts_request", "tts_first_audio", "tts_audio_done", "playout_start", "playout_stop", "bot_audible_onset",
     "bot_audible_end", "bot_started_speaking", "bot_stopped_speaking", "interruption", "context_update",
     "error", "call_start", "call_end",
+    "watchdog", "call_limit", "fault",  # issue 12: watchdogs and injected faults
 }
 
 

@@ -62,6 +62,10 @@ class EventKind(StrEnum):
     INTERRUPTION = "interruption"  # payload: bot_speaking (bool, whether the bot was talking)
     CONTEXT_UPDATE = "context_update"  # payload: content, interrupted
     ERROR = "error"  # payload: where, message
+    # robustness (voicelab.pipeline.watchdog, voicelab.pipeline.faults)
+    WATCHDOG = "watchdog"  # payload: what (engine_first_snapshot, engine_total, tts_chunk, stt_final), limit_s
+    CALL_LIMIT = "call_limit"  # payload: limit_s; the call was ended there
+    FAULT = "fault"  # payload: fault (e.g. engine-stall), where (turn:N or t:S); an injected failure fired
 
 
 # Payload keys the metrics read; rows missing them are refused on write and on read.
@@ -76,6 +80,9 @@ REQUIRED_PAYLOAD: dict[EventKind, tuple[str, ...]] = {
     EventKind.PLAYOUT_RESUME: ("gap_ms",),
     EventKind.CONTEXT_UPDATE: ("content", "interrupted"),
     EventKind.ERROR: ("where", "message"),
+    EventKind.WATCHDOG: ("what", "limit_s"),
+    EventKind.CALL_LIMIT: ("limit_s",),
+    EventKind.FAULT: ("fault", "where"),
 }
 
 

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from pipecat.frames.frames import EndFrame
+from pipecat.frames.frames import CancelFrame, EndFrame
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.aggregators.llm_context import LLMContext
@@ -24,15 +24,18 @@ from pipecat.processors.aggregators.llm_response_universal import (
     LLMContextAggregatorPair,
     LLMUserAggregatorParams,
 )
+from pipecat.services.stt_service import STTService
 from pipecat.workers.runner import WorkerRunner
 
 from engines.protocol import EngineLike
+from voicelab.faults import Fault, FaultPlan
 from voicelab.fixtures.format import Fixture
 from voicelab.gate import ToolCall
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind, EventWriter
 from voicelab.measure.recording import CallRecorder
 from voicelab.pipeline.config import PipelineConfig
+from voicelab.pipeline.faults import FaultyEngine, SttFaults, faulty_tts_factory, hang_up_when_due
 from voicelab.pipeline.fixture_input import FixturePlayerInput
 from voicelab.pipeline.gate_processor import GateProcessor
 from voicelab.pipeline.greeting import GreetingProcessor
@@ -41,8 +44,10 @@ from voicelab.pipeline.observers import EventObserver
 from voicelab.pipeline.recording_output import RecordingOutput
 from voicelab.pipeline.resources import Resources
 from voicelab.pipeline.stt_pocketsphinx import PocketsphinxSTTService, TranscriptSTTService
+from voicelab.pipeline.stt_whisper import SharedRecognizer, WhisperSTTService, load_recognizer
 from voicelab.pipeline.tts_piper import PiperTTSService
 from voicelab.pipeline.turns import turn_strategies, vad_analyzer
+from voicelab.pipeline.watchdog import Limits, SttFinalWatchdog, WatchedEngine, run_within
 
 K = EventKind
 
@@ -61,6 +66,18 @@ class CallResult:
     context: list[dict[str, Any]]
     tool_calls: list[dict[str, Any]]
     errors: int
+
+
+def stt_service(cfg: PipelineConfig, log: CallLog, *, decoder: Any = None,
+                recognizer: SharedRecognizer | None = None) -> STTService:
+    """The recognizer a config names. A live call has no transcript; a pocketsphinx decoder holds one
+    utterance at a time (None: the service loads its own); Whisper's model is shared."""
+    sr = cfg.sample_rate
+    if cfg.stt == "whisper":
+        return WhisperSTTService(recognizer=recognizer or load_recognizer(), sample_rate=sr)
+    if cfg.stt == "pocketsphinx":
+        return PocketsphinxSTTService(decoder=decoder, sample_rate=sr)
+    return TranscriptSTTService(log, sample_rate=sr)
 
 
 @dataclass
@@ -119,17 +136,22 @@ def build_core(cfg: PipelineConfig, log: CallLog, *, engine: EngineLike, voice: 
 
 async def run_call(fixture: Fixture, cfg: PipelineConfig, res: Resources, call_id: str, *,
                    writer: EventWriter | None = None,
-                   tts_factory: Any = None, engine: Any = None, max_extra_s: float = 60.0) -> CallResult:
+                   tts_factory: Any = None, engine: Any = None, limits: Limits | None = None,
+                   faults: tuple[Fault, ...] = ()) -> CallResult:
     """Play one fixture through a fresh pipeline in real time; return what the run folder keeps of it.
 
     `tts_factory(voice=, log=, sample_rate=, keep_leading_ms=)` and `engine` replace the TTS and the engine
-    (tests inject failing ones); by default they come from `res`.
+    (tests inject failing ones); by default they come from `res`. `limits` are the watchdogs'
+    (`voicelab.pipeline.watchdog`), `faults` the failures to inject (`voicelab.faults`).
     """
+    limits = limits or Limits()
     sr = cfg.sample_rate
     log = CallLog(call_id, writer)
     scheduler = fixture.scheduler(no_reply_timeout_s=cfg.no_reply_timeout_s)
     recorder = CallRecorder(sr, seconds=30.0)
     script_s = sum(t.duration_s + t.start.delay_s for t in fixture.turns)
+    call_limit_s = limits.call_limit_s(script_s, len(fixture.turns), cfg.no_reply_timeout_s)
+    plan = FaultPlan(faults, log)
     worker_box: dict[str, Any] = {}
 
     async def end_call() -> None:
@@ -141,15 +163,21 @@ async def run_call(fixture: Fixture, cfg: PipelineConfig, res: Resources, call_i
         asyncio.get_running_loop().create_task(end_call())
 
     player = FixturePlayerInput(fixture, scheduler, log, recorder, on_done=on_done,
-                                max_call_s=script_s + cfg.no_reply_timeout_s * len(fixture.turns) + max_extra_s)
-    stt: Any = (PocketsphinxSTTService(decoder=res.decoder, sample_rate=sr) if cfg.stt == "pocketsphinx"
-                else TranscriptSTTService(log, sample_rate=sr))
-    core = build_core(cfg, log, engine=engine if engine is not None else res.engine, voice=res.voice,
-                      tts_factory=tts_factory)
+                                max_call_s=call_limit_s)
+    stt = stt_service(cfg, log, decoder=res.decoder, recognizer=res.recognizer)
+    raw_engine = engine if engine is not None else res.engine
+    watched = WatchedEngine(FaultyEngine(raw_engine, plan, log) if faults else raw_engine, log, limits)
+    if any(f.component == "tts" for f in faults):
+        tts_factory = faulty_tts_factory(plan, tts_factory)
+    core = build_core(cfg, log, engine=watched, voice=res.voice, tts_factory=tts_factory)
+    if isinstance(core.tts, PiperTTSService):
+        core.tts.step_limit_s = limits.tts_chunk_s
     context, tools = core.context, core.tools
     out = RecordingOutput(log, recorder, scheduler)
 
-    pipeline = Pipeline([player, stt, *core.middle, out, core.asst_agg])
+    stt_side = [stt, SttFaults(plan, log), SttFinalWatchdog(log, limits.stt_final_s)] if faults else \
+        [stt, SttFinalWatchdog(log, limits.stt_final_s)]
+    pipeline = Pipeline([player, *stt_side, *core.middle, out, core.asst_agg])
     worker = PipelineWorker(
         pipeline, params=PipelineParams(audio_in_sample_rate=sr, audio_out_sample_rate=sr),
         observers=[EventObserver(log)], idle_timeout_secs=None, enable_rtvi=False, enable_turn_tracking=False,
@@ -158,18 +186,18 @@ async def run_call(fixture: Fixture, cfg: PipelineConfig, res: Resources, call_i
     runner = WorkerRunner(handle_sigint=False)
     await runner.add_workers(worker)
 
-    async def watchdog() -> None:
-        await player.done.wait()
-        await asyncio.sleep(10.0)  # EndFrame should have ended it by now
-        await worker.cancel()
+    async def hang_up() -> None:  # from the caller's side, as a transport does on disconnect; a queued
+        # EndFrame may be stuck behind a stalled processor, a CancelFrame (a system frame) is not
+        await player.push_frame(CancelFrame(reason="hang-up"))
 
-    dog = asyncio.get_running_loop().create_task(watchdog())
+    caller = asyncio.get_running_loop().create_task(hang_up_when_due(plan, hang_up))
     try:
-        await runner.run()
+        await run_within(runner.run(), limits, call_limit_s, log, finished=player.done, hang_up=hang_up,
+                         cancel_runner=runner.cancel)
     finally:
-        dog.cancel()
+        caller.cancel()
         with contextlib.suppress(asyncio.CancelledError):
-            await dog
+            await caller
     out.finish()
     end_ns = max(log.now_ns(), recorder.end * 1_000_000_000 // sr)
     log.log(K.CALL_END, -1, {"errors": log.errors}, t_ns=end_ns)

@@ -45,6 +45,7 @@ from piper import PiperVoice, SynthesisConfig
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind
 from voicelab.pipeline.frames import ChunkTextFrame, PlayoutMarkFrame
+from voicelab.pipeline.watchdog import guard
 
 K = EventKind
 MARK_SAMPLES_MS = 10  # the output transport's chunk: marks fall on these boundaries
@@ -137,6 +138,7 @@ class PiperTTSService(TTSService):
         self._ctx_t0: dict[str, int] = {}  # clock ns of a context's first audio
         self._ctx_end: dict[str, int] = {}  # clock ns when the context's audio queued so far ends
         self.chunks_spoken = 0
+        self.step_limit_s: float | None = None  # watchdog: longest wait for a chunk's next sentence (None: none)
 
     def can_generate_metrics(self) -> bool:
         return True
@@ -207,7 +209,7 @@ class PiperTTSService(TTSService):
         it = self._synthesize(text, len(words))
         try:
             while True:
-                sent = await loop.run_in_executor(self._executor, next, it, None)
+                sent = await guard(self._sentence(loop, it, turn), self.step_limit_s, self._log, "tts_chunk", turn)
                 if sent is None:
                     break
                 take = min(len(sent.word_starts), len(words) - word_i)
@@ -241,6 +243,10 @@ class PiperTTSService(TTSService):
                 yield PlayoutMarkFrame(chunk_id=chunk_id, turn=turn, word_index=len(words), words=words,
                                        text=text.strip())
             self._logrow(K.TTS_AUDIO_DONE, turn, {"chunk_id": chunk_id, "words": len(words)})
+
+    async def _sentence(self, loop: asyncio.AbstractEventLoop, it: Iterator[Sentence], turn: int) -> Sentence | None:
+        """The chunk's next synthesized sentence, off the event loop (fault injection wraps this step)."""
+        return await loop.run_in_executor(self._executor, next, it, None)
 
     async def _emit_sentence(self, audio: np.ndarray, bounds: list[int], words: list[str], first_word: int,
                              chunk_id: int, turn: int, context_id: str) -> AsyncGenerator[Frame, None]:
