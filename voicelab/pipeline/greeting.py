@@ -34,6 +34,10 @@ def greeting_snapshot(text: str) -> Snapshot:
                     blocks_done=n, pinned=n, forwards=0, done=True)
 
 
+def _already_final(_tokens: int) -> None:
+    """Pin callback for a pinned gate: the greeting's canvas is finished, nothing can change it."""
+
+
 class GreetingProcessor(FrameProcessor):
     """Speaks `text` once when the pipeline starts (nothing when it is empty)."""
 
@@ -52,7 +56,8 @@ class GreetingProcessor(FrameProcessor):
 
     async def _greet(self) -> None:
         await self.push_frame(LLMFullResponseStartFrame())
-        snap = SnapshotFrame(snapshot=greeting_snapshot(self.text), gen_id=GREETING_GEN_ID, turn=GREETING_TURN)
+        snap = SnapshotFrame(snapshot=greeting_snapshot(self.text), gen_id=GREETING_GEN_ID, turn=GREETING_TURN,
+                             pin=_already_final)
         await self.push_frame(snap)
         try:  # the gate has released it before the reply's end goes down
             await asyncio.wait_for(snap.ack.wait(), timeout=self._ack_timeout_s)
