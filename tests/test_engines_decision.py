@@ -1,0 +1,233 @@
+"""The decision model (engines/decision.py), its corpus, and the turn / pause policies."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engines import decision_corpus as dc
+from engines.errors import CheckpointError
+from engines.transcript_norm import normalize
+from engines.turn_policy import (
+    PauseAction,
+    PauseThresholds,
+    TurnAction,
+    TurnThresholds,
+    decide_interruption,
+    decide_turn,
+    required_silence_ms,
+    text_p_complete,
+)
+
+P = st.one_of(st.none(), st.floats(0.0, 1.0))
+MS = st.floats(0.0, 10_000.0)
+
+
+# --- transcript normalisation -----------------------------------------------------------------
+
+def test_normalize_brings_whisper_output_to_the_corpus_form() -> None:
+    assert normalize("I'd like to book on Saturday, 555-1234.") == "i would like to book on saturday 5 5 5 1 2 3 4"
+    assert normalize("Can't   make it at 10:30?") == "cannot make it at 1 0 3 0"
+    assert normalize("  ") == ""
+
+
+# --- corpus -----------------------------------------------------------------------------------
+
+def test_corpus_is_reproducible_and_balanced() -> None:
+    a = dc.generate(400, seed=5)
+    assert a == dc.generate(400, seed=5)
+    assert a != dc.generate(400, seed=6)
+    for task in dc.TASKS:
+        labels = [u.answer for u in a if u.task == task]
+        assert 0.35 < sum(labels) / len(labels) < 0.65
+
+
+def test_cut_offs_end_on_a_word_a_sentence_cannot_end_on() -> None:
+    for u in dc.generate(3000, seed=2):
+        if u.task == "turn_complete" and u.kind.startswith("cut_") and u.kind != "cut_number":
+            assert u.text.split()[-1] in dc.CUT_WORDS, u
+        if u.kind == "cut_number":
+            assert u.text.split()[-1] in {*"0123456789", *dc._NUM_WORDS, "oh"}, u
+
+
+def test_no_text_carries_both_labels() -> None:
+    seen: dict[tuple[str, str], bool] = {}
+    for u in dc.generate(6000, seed=3):
+        assert seen.setdefault((u.task, u.text), u.answer) == u.answer, u
+
+
+def test_heldout_draws_templates_training_never_sees() -> None:
+    train = {u.text for u in dc.generate(4000, seed=0)}
+    novel = [u for u in dc.generate(2000, seed=1001, split="heldout") if u.novel]
+    assert novel and sum(u.text not in train for u in novel) / len(novel) > 0.5
+    assert not any(u.novel for u in dc.generate(2000, seed=0))
+
+
+def test_noise_keeps_the_last_word() -> None:
+    r = random.Random(0)
+    for _ in range(200):
+        assert dc.add_noise(r, "can you check my order 1 2 3 4 5 please").split()[-1] == "please"
+
+
+def test_bad_split_or_task_is_one_line_error() -> None:
+    with pytest.raises(ValueError, match="split 'test'"):
+        dc.generate(1, 0, split="test")
+    with pytest.raises(ValueError, match="task 'weather'"):
+        dc.generate(1, 0, tasks=("weather",))
+
+
+# --- the shipped model ------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def dm():
+    from engines.decision import load_decision_model
+
+    return load_decision_model()
+
+
+@pytest.mark.parametrize(("task", "text", "expected"), [
+    ("turn_complete", "what time do you open on saturday", True),
+    ("turn_complete", "What time do you open on Saturday?", True),
+    ("turn_complete", "i would like to book a", False),
+    ("turn_complete", "thank you goodbye", True),
+    ("turn_complete", "my phone number is 5 5 5", False),
+    ("turn_complete", "um so i wanted to", False),
+    ("interruption", "mm hmm", False),
+    ("interruption", "uh huh", False),
+    ("interruption", "no wait i meant sunday", True),
+    ("interruption", "", False),
+])
+def test_model_answers_fixed_utterances(dm, task: str, text: str, expected: bool) -> None:
+    d = dm.ask(task, text)
+    assert d.answer is expected, (task, text, d)
+    assert 0.5 <= d.confidence <= 1.0 and d.ms > 0
+
+
+def test_model_reads_the_bot_line_as_context(dm) -> None:
+    d = dm.ask("turn_complete", "anna", context="sure, a tune up on friday. what name should i put it under?")
+    assert d.answer is True
+
+
+def test_shipped_eval_covers_both_tasks() -> None:
+    from engines.decision import DEFAULT_FOLDER
+
+    ev = json.loads((DEFAULT_FOLDER / "eval.json").read_text())
+    assert set(ev["tasks"]) == set(dc.TASKS)
+    assert all(f["p_yes"] >= 0.5 if f["expected"] else f["p_yes"] < 0.5 for f in ev["fixed"])
+    assert ev["latency_ms"]["n"] > 0
+
+
+def test_unknown_task_is_refused(dm) -> None:
+    with pytest.raises(ValueError, match="decision task 'weather'"):
+        dm.ask("weather", "is it sunny")
+
+
+def test_a_folder_that_is_not_a_decision_model_is_refused(tmp_path: Path) -> None:
+    from engines.decision import DEFAULT_FOLDER, load_decision_model
+
+    folder = tmp_path / "d"
+    shutil.copytree(DEFAULT_FOLDER, folder)
+    cfg = json.loads((folder / "config.json").read_text())
+    del cfg["voicelab"]
+    (folder / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(CheckpointError, match="config.json: no 'voicelab.decision' section"):
+        load_decision_model(folder)
+    with pytest.raises(CheckpointError, match="not found"):
+        load_decision_model(tmp_path / "missing")
+
+
+@pytest.mark.slow
+def test_training_entry_point_writes_a_loadable_model(tmp_path: Path) -> None:
+    from engines.decision import load_decision_model
+    from engines.decision_train import main
+
+    main(["--out", str(tmp_path), "--steps", "20", "--n-train", "600", "--n-heldout", "100", "--latency-n", "20",
+          "--d-model", "64", "--n-layers", "1", "--mlp-hidden-size", "128", "--vocab-size", "400"])
+    ev = json.loads((tmp_path / "eval.json").read_text())
+    assert ev["n"] == 100 and ev["latency_ms"]["n"] == 20
+    assert json.loads((tmp_path / "train_log.json").read_text())["steps_done"] == 20
+    assert 0.5 <= load_decision_model(tmp_path).ask("interruption", "mm hmm").confidence <= 1.0
+
+
+# --- turn-end policy --------------------------------------------------------------------------
+
+@given(silence=MS, later=MS, audio=P, text=P)
+def test_turn_end_is_monotone_in_silence(silence: float, later: float, audio, text) -> None:
+    if decide_turn(silence, audio, text).action is TurnAction.END:
+        assert decide_turn(silence + later, audio, text).action is TurnAction.END
+
+
+@given(audio=P, a=st.floats(0.0, 1.0), b=st.floats(0.0, 1.0))
+def test_more_confidence_in_completion_never_waits_longer(audio, a: float, b: float) -> None:
+    lo, hi = sorted((a, b))
+    assert required_silence_ms(audio, hi)[0] <= required_silence_ms(audio, lo)[0]
+    assert required_silence_ms(hi, audio)[0] <= required_silence_ms(lo, audio)[0]
+
+
+@given(audio=P, text=P)
+def test_never_ends_before_the_floor_always_by_the_cap(audio, text) -> None:
+    th = TurnThresholds()
+    assert decide_turn(th.floor_ms - 1, audio, text).action is TurnAction.WAIT
+    assert decide_turn(th.cap_ms, audio, text).action is TurnAction.END
+
+
+def test_turn_end_tiers() -> None:
+    th = TurnThresholds()
+    assert required_silence_ms(0.9, 0.95)[0] == th.floor_ms
+    assert required_silence_ms(None, 0.95)[0] == th.single_sure_ms
+    assert required_silence_ms(0.3, 0.95)[0] == th.medium_ms
+    assert required_silence_ms(0.6, 0.3)[0] == th.disputed_ms
+    assert required_silence_ms(0.9, 0.05)[0] == th.vetoed_ms
+    assert required_silence_ms(0.2, 0.1)[0] == th.cap_ms
+    assert required_silence_ms(None, None)[0] == th.cap_ms
+    assert text_p_complete(False, 0.9) == pytest.approx(0.1)
+
+
+def test_a_cut_off_sentence_survives_a_one_second_pause_even_if_it_sounds_complete() -> None:
+    for silence in range(0, 1300, 100):
+        assert decide_turn(silence, 0.95, text_p_complete(False, 0.97)).action is TurnAction.WAIT
+
+
+def test_bad_thresholds_and_scores_are_refused() -> None:
+    with pytest.raises(ValueError, match="floor <= single_sure"):
+        TurnThresholds(floor_ms=900)
+    with pytest.raises(ValueError, match=r"P\(complete\) must be in \[0, 1\], got 1.5"):
+        decide_turn(100, 1.5, None)
+
+
+# --- paused-bot policy ------------------------------------------------------------------------
+
+WORDS = st.sampled_from(["", "mm hmm", "uh", "no wait", "no wait i meant sunday at two", "okay"])
+
+
+@given(words=WORDS, p=P, t=MS, later=MS, speaking=st.booleans())
+@settings(max_examples=300)
+def test_pause_outcome_is_final_once_reached(words: str, p, t: float, later: float, speaking: bool) -> None:
+    first = decide_interruption(words, p, t, speaking).action
+    if first is not PauseAction.WAIT:
+        assert decide_interruption(words, p, t + later, speaking).action is first
+
+
+@given(p=P, t=MS, speaking=st.booleans())
+def test_silence_without_words_never_stops_the_bot(p, t: float, speaking: bool) -> None:
+    assert decide_interruption("", p, t, speaking).action is not PauseAction.STOP
+
+
+def test_pause_rules() -> None:
+    th = PauseThresholds()
+    assert decide_interruption("no wait", 0.95, 50, True).action is PauseAction.STOP
+    assert decide_interruption("mm hmm", 0.03, 100, True).action is PauseAction.WAIT
+    assert decide_interruption("mm hmm", 0.03, th.settle_ms, False).action is PauseAction.RESUME
+    assert decide_interruption("uh", 0.5, th.settle_ms, False).action is PauseAction.WAIT
+    assert decide_interruption("uh", 0.4, th.resume_ms, False).action is PauseAction.RESUME
+    assert decide_interruption("one two three four five", 0.1, 10, True).action is PauseAction.STOP
+    assert decide_interruption("", None, th.max_hold_ms, True).action is PauseAction.RESUME
+    assert decide_interruption("blah", None, th.max_hold_ms, True).action is PauseAction.STOP
+    with pytest.raises(ValueError, match="settle <= resume"):
+        PauseThresholds(settle_ms=700)
