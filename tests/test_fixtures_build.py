@@ -9,8 +9,18 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from voicelab.fixtures.format import check_fixture, load_fixture
-from voicelab.fixtures.build import HEAVY, SUITE, BuildError, Noise, build_suite, line_noise, telephone
+from voicelab.fixtures.build import (
+    HEAVY,
+    SMALL_ROOM,
+    SUITE,
+    BuildError,
+    Noise,
+    build_suite,
+    line_noise,
+    reverb,
+    telephone,
+)
+from voicelab.fixtures.format import Fixture, check_fixture, load_fixture, select
 from voicelab.measure.onset import active_windows
 
 needs_espeak = pytest.mark.skipif(shutil.which("espeak-ng") is None,
@@ -23,13 +33,14 @@ def _files(root: Path) -> dict[str, bytes]:
 
 @needs_espeak
 def test_build_is_deterministic_and_valid(tmp_path: Path) -> None:
-    # one espeak-ng caller, one Piper caller on an 8 kHz telephone line with seeded noise
-    only = ["single_question", "telephone_8k"]
+    # espeak-ng callers (one in a seeded reverberant room, with a Klatt voice's rand() noise), and a
+    # Piper caller on an 8 kHz telephone line with seeded noise
+    only = ["single_question", "telephone_8k", "barge_in_reverb", "barge_in_order_klatt"]
     a = build_suite(tmp_path / "a", only)
     build_suite(tmp_path / "b", only)
     first, second = _files(tmp_path / "a"), _files(tmp_path / "b")
     assert first.keys() == second.keys()
-    assert len([k for k in first if k.endswith(".wav")]) == 3
+    assert len([k for k in first if k.endswith(".wav")]) == 9
     assert [k for k in first if first[k] != second[k]] == []
     for f in a:
         assert check_fixture(f) == []
@@ -57,7 +68,9 @@ def test_unknown_fixture_name() -> None:
 def test_suite_specs() -> None:
     names = [s.name for s in SUITE]
     assert len(names) == len(set(names)) >= 12
-    assert sum(s.recording for s in SUITE) == 1 and sum(s.telephone for s in SUITE) == 1
+    assert sum(s.recording for s in SUITE) == 1 and sum(s.telephone for s in SUITE) >= 3
+    assert sum(s.room is not None for s in SUITE) >= 2
+    assert len({s.voice.espeak_voice for s in SUITE if s.voice.engine == "espeak"}) >= 10
     assert sum(s.noise is not None for s in SUITE) >= 3
     # both synthesizers are used, and no caller is the bot's unshifted Piper voice
     assert {s.voice.engine for s in SUITE} == {"espeak", "piper"}
@@ -83,3 +96,66 @@ def test_telephone_band() -> None:
     assert rms[1] == pytest.approx(0.3 / np.sqrt(2), rel=0.05)  # passband kept (through mu-law)
     assert rms[0] < 0.003 and rms[2] < 0.003  # hum and above-band energy gone
     assert telephone(mid, sr).size == sr // 2  # 8 kHz
+
+
+def test_reverb_is_seeded_keeps_the_peak_and_adds_a_tail() -> None:
+    sr = 16000
+    x = np.zeros(sr)
+    x[1000:3000] = 0.5 * np.sin(2 * np.pi * 440.0 * np.arange(2000) / sr)
+    y = reverb(x, sr, SMALL_ROOM, seed=7)
+    assert y.size > x.size and np.max(np.abs(y)) == pytest.approx(0.5)
+    assert np.array_equal(y, reverb(x, sr, SMALL_ROOM, seed=7))
+    assert not np.array_equal(y, reverb(x, sr, SMALL_ROOM, seed=8))
+    # energy after the tone has stopped: the room's tail (the dry tone stops at sample 3000)
+    assert np.sqrt(np.mean(y[3300:4000] ** 2)) > 1e-3
+
+
+REPLY_S = 2.5  # a typical bot reply
+FAR_S = 0.6  # caller's end of speech to the bot's first audio
+
+
+def _call_s(fx: Fixture) -> float:
+    """Call time from the fixture's scheduling, with a REPLY_S reply FAR_S after each answered turn;
+    a barge-in cuts the reply 0.3 s after its speech starts."""
+    reply = (0.0, 0.0)  # start and end of the bot's latest reply (no greeting)
+    clip_end = 0.0
+    for turn in fx.turns:
+        anchor = {"call_start": 0.0, "prev_turn_end": clip_end, "bot_audio_start": reply[0],
+                  "bot_audio_end": reply[1]}[turn.start.after]
+        start = anchor + turn.start.delay_s
+        if turn.expect == "interrupt":
+            reply = (reply[0], min(reply[1], start + turn.speech_onset_s + 0.3))
+        clip_end = start + turn.duration_s
+        if turn.expect != "no_interrupt":
+            begin = start + turn.speech_offset_s + FAR_S
+            reply = (begin, begin + REPLY_S)
+    return max(clip_end, reply[1])
+
+
+def test_default_list_is_worth_its_percentiles() -> None:
+    paths = select(["default"])
+    assert all(check_fixture(p) == [] for p in paths)
+    fixtures = [load_fixture(p) for p in paths]
+    turns = [t for fx in fixtures for t in fx.turns]
+    assert sum(t.expect != "no_interrupt" for t in turns) >= 30  # timed replies
+    assert sum(t.expect == "interrupt" for t in turns) >= 6  # barge-ins
+    assert any(t.expect == "no_interrupt" for t in turns)
+    assert 150.0 <= sum(_call_s(fx) for fx in fixtures) <= 210.0  # about three minutes of calls
+
+
+def test_real_list_names_the_five_recordings() -> None:
+    paths = select(["real"])
+    assert sorted(p.parent.name for p in paths) == [
+        "hr_barge_in", "hr_long_jfk", "hr_phone_8k", "hr_question_close", "hr_two_speakers"]
+    assert all(check_fixture(p) == [] for p in paths)
+    assert (paths[0].parents[1] / "REAL_CALLS.md").is_file()  # sources and licences travel with them
+
+
+def test_any_list_file_selects_like_default(tmp_path: Path) -> None:
+    build_src = select(["single_question"])[0].parent
+    shutil.copytree(build_src, tmp_path / "single_question")
+    (tmp_path / "mine.txt").write_text("# my calls\nsingle_question  # the one\n\n", encoding="utf-8")
+    assert select(["mine"], tmp_path) == [tmp_path / "single_question" / "fixture.json"]
+    (tmp_path / "single_question.txt").write_text("nope\n", encoding="utf-8")
+    # a fixture folder of the same name wins over a list file
+    assert select(["single_question"], tmp_path) == [tmp_path / "single_question" / "fixture.json"]
