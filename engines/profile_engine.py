@@ -10,6 +10,7 @@ they are yielded, so what a run measures is what the profile says, give or take 
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -67,6 +68,7 @@ class ProfileGeneration:
         self.usage = Usage()
         self.last: Snapshot | None = None
         self._cancel = threading.Event()
+        self._base_ns = self.t_start_ns  # reveal times count from here
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake: asyncio.Event | None = None
 
@@ -87,9 +89,19 @@ class ProfileGeneration:
         self.usage = Usage(prompt_tokens(self.engine.source, self.messages), len(pieces))
         return self.engine.schedule(pieces)
 
+    def _deadline(self, plan: list[Reveal], i: int) -> float:
+        return self._base_ns + plan[i].t_s * 1e9
+
     def _due(self, plan: list[Reveal], i: int, now_ns: int) -> int:
-        """Skip reveals already overdue (a slow timer) so the output speed holds: show the latest due one."""
-        while i + 1 < len(plan) and self.t_start_ns + plan[i + 1].t_s * 1e9 <= now_ns:
+        """Skip reveals already overdue (a slow timer) so the output speed holds: show the latest due one.
+
+        After the first text, the clock restarts from when it was actually shown, so a late first
+        answer (a busy CPU) does not also speed up the rest of the answer.
+        """
+        if self.last is None:
+            self._base_ns = now_ns - int(plan[0].t_s * 1e9)
+            return 0
+        while i + 1 < len(plan) and self._deadline(plan, i + 1) <= now_ns:
             i += 1
         return i
 
@@ -104,7 +116,7 @@ class ProfileGeneration:
         plan = self._schedule()
         i = 0
         while i < len(plan):
-            wait = self.t_start_ns + plan[i].t_s * 1e9 - time.monotonic_ns()
+            wait = self._deadline(plan, i) - time.monotonic_ns()
             if wait > 0 and self._cancel.wait(wait / 1e9):
                 return
             if self.cancelled:
@@ -121,7 +133,7 @@ class ProfileGeneration:
         plan = await self._loop.run_in_executor(self.engine.executor, self._schedule)
         i = 0
         while i < len(plan) and not self.cancelled:
-            wait = self.t_start_ns + plan[i].t_s * 1e9 - time.monotonic_ns()
+            wait = self._deadline(plan, i) - time.monotonic_ns()
             if wait > 0:
                 try:
                     await asyncio.wait_for(self._wake.wait(), wait / 1e9)
@@ -156,6 +168,8 @@ class ProfileEngine:
         self.steps_per_block = steps_per_block
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"profile-{profile.name}")
         self._answers = 0  # each answer gets its own jitter draw, repeatably
+        # the source is deterministic per chat, so a repeated chat (sweeps, repetitions) need not pay again
+        self._cache: dict[str, list[str]] = {}
 
     @property
     def kind(self) -> str:
@@ -167,7 +181,13 @@ class ProfileEngine:
                 "block_size": self.block_size, "steps_per_block": self.steps_per_block}
 
     def content(self, messages: Sequence[dict[str, str]]) -> list[str]:
-        return answer_pieces(self.source, messages)
+        """The answer's pieces; computing them counts against the first-answer wait (50-100 ms a line here)."""
+        key = json.dumps(list(messages), sort_keys=True)
+        if key not in self._cache:
+            if len(self._cache) >= 256:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[key] = answer_pieces(self.source, messages)
+        return list(self._cache[key])
 
     def schedule(self, pieces: list[str]) -> list[Reveal]:
         self._answers += 1
