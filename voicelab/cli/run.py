@@ -28,7 +28,7 @@ def run(
     matrix: bool = typer.Option(False, help="run the default matrix of configurations and write matrix.json"),
     repeat: int = typer.Option(1, help="play the fixture list N times per configuration, pooled into one run "
                                        "folder (calls r1-00-NAME, r2-00-NAME, ...): narrower intervals"),
-    barge_in: str = typer.Option("words:3", help="pause (the VAD pauses the bot; it then stops for good or "
+    barge_in: str = typer.Option("pause", help="pause (the VAD pauses the bot; it then stops for good or "
                                                  "resumes), vad (any speech stops the bot) or words:N (N words "
                                                  "heard while the bot talks; backchannels pass)"),
     greeting: str = typer.Option(DEFAULT_GREETING, help="what the bot says at call start ('' for nothing)"),
