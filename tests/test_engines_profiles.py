@@ -103,3 +103,43 @@ async def test_async_profile_stream_cancels_during_the_first_answer_wait(sources
     asyncio.get_running_loop().call_later(0.3, gen.cancel)
     t0 = time.monotonic()
     assert [s async for s in gen] == [] and time.monotonic() - t0 < 1.5
+
+
+def test_registry_resolves_specs_and_rejects_bad_ones(tmp_path, monkeypatch) -> None:
+    from engines.mercury import MercuryEngine
+    from engines.profile_engine import ProfileEngine
+    from engines.registry import open_engine_spec
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    eng = open_engine_spec("openai:gpt-4.1-nano", base_url="http://127.0.0.1:9/v1")
+    assert eng.name == "openai:gpt-4.1-nano" and eng.describe()["auth"] == "none"
+    m = open_engine_spec("mercury:mercury-2+diffusing")
+    assert isinstance(m, MercuryEngine) and m.kind == "diffusion"
+    p = open_engine_spec("profile:gpt-4.1-mini")
+    assert isinstance(p, ProfileEngine) and p.kind == "autoregressive"
+    p.close()
+    for spec, kw, msg in [("gpt5", {}, "unknown engine 'gpt5'"),
+                          ("profile:nope", {}, "unknown profile 'nope'"),
+                          ("ar", {"sampler": "threshold"}, "autoregressive checkpoint cannot run"),
+                          ("diffusion", {"sampler": "autoregressive"}, "diffusion checkpoint cannot run"),
+                          ("diffusion", {"sampler": "greedy"}, "unknown sampler 'greedy'"),
+                          ("openai:gpt-4.1-nano", {"sampler": "threshold"}, "takes no sampler"),
+                          ("mercury:mercury-2+fast", {}, "unknown option"),
+                          ("openai:x", {"api_key_env": "VOICELAB_NOT_SET"}, "VOICELAB_NOT_SET")]:
+        with pytest.raises(EngineSpecError, match=msg):
+            open_engine_spec(spec, **kw)
+
+
+def test_profile_at_http_runs_through_the_mock() -> None:
+    from engines.profile_engine import measure_timing
+    from engines.registry import open_engine_spec
+
+    eng = open_engine_spec("profile:gemini-2.5-flash@http")
+    try:
+        gen = eng.generate([{"role": "user", "content": "what time do you open on monday"}])
+        snaps = list(gen)
+        ttft, _ = measure_timing(snaps, gen.t_start_ns)
+        assert snaps[-1].text() == "on monday we are open from 9 am to 6 pm." and eng.name.endswith("@http")
+        assert 0.47 <= ttft < 0.47 + 0.25  # the profile's wait plus loopback HTTP
+    finally:
+        eng.close()
