@@ -75,7 +75,7 @@ def test_repetitions_needed_scales_with_the_square_of_the_width() -> None:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("runs")
-    calls = [plain_call(f"c{i}") for i in range(6)]
+    calls = [plain_call(f"c{i}") for i in range(10)]  # 20 answered turns: enough for a p95 verdict
     slow = replace(Timing(), endpointing_ms=Timing().endpointing_ms + 200)  # the planted regression
     return {"a": write_run(out, calls=calls, seed=1, run_id="a"),
             "a2": write_run(out, calls=calls, seed=2, run_id="a2"),

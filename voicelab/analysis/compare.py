@@ -41,6 +41,10 @@ BETTER, WORSE, SAME, FEW = "better", "worse", "no detectable difference", "too f
 DETECT_MS = 50.0  # the change a comparison should be able to see (issue 15)
 Z95, Z80 = 1.96, 0.84  # two-sided 95 % confidence; 80 % power
 REPEAT_PREFIX = re.compile(r"^r(\d+)-")
+# fewest samples per side for a verdict: below these the bootstrap of a percentile difference is too narrow
+# (benchmarks/repetitions_needed.py: with 9 turns a side, a third of same-distribution pairs came out
+# "different"); the interval is still shown
+MIN_N = {"p50": 10, "p95": 20, "mean": 2}
 
 
 class CompareError(ValueError):
@@ -139,7 +143,7 @@ def _stat(spec: FigureSpec) -> Any:
 
 
 def verdict(spec: FigureSpec, d: Difference) -> str:
-    if d.ci is None:
+    if d.ci is None or min(d.n_a, d.n_b) < MIN_N[spec.stat]:
         return FEW
     lo, hi = d.ci
     if lo > 0:
@@ -240,7 +244,7 @@ def regressions(comparisons: Sequence[Comparison], thresholds: dict[str, float])
         for r in c.rows:
             limit = thresholds.get(r.spec.name)
             low = r.regression_low
-            if limit is not None and low is not None and low > limit:
+            if limit is not None and low is not None and low > limit and r.verdict != FEW:
                 out.append(f"{c.b} vs {c.a}: {r.spec.label} regressed by at least {low:.3g}{r.spec.unit} "
                            f"(threshold +{limit:g}{r.spec.unit})")
     return out

@@ -30,7 +30,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from voicelab.analysis import AnalysisError, RunData, find_runs, load_run
+from voicelab.analysis import AnalysisError, RunData, client_server, find_runs, load_run
 from voicelab.measure import onset
 from voicelab.measure.truth import TruthError, read_call_wav, summary_verdict
 
@@ -101,6 +101,13 @@ def far_distribution(runs: Sequence[RunData]) -> Figure | None:
     rng = np.random.default_rng(0)  # fixed jitter: the same run draws the same picture
     for i, (d, _) in enumerate(data, start=1):
         ax.scatter(d, i + rng.uniform(-0.15, 0.15, d.size), s=12, alpha=0.6, color="#1f77b4", zorder=3)
+    cis = {r.label: (r.summary.get("far_ms") or {}).get("p50_ci") for r in runs}
+    for i, (_, lbl) in enumerate(data, start=1):
+        if cis.get(lbl):  # the median's bootstrap 95 % interval, drawn just under the box
+            ax.plot(cis[lbl], [i - 0.32, i - 0.32], color="#b42318", linewidth=3, zorder=4,
+                    label="p50 95 % interval" if i == 1 else None)
+    if any(cis.values()):
+        ax.legend(fontsize=7, loc="lower right")
     ax.set_yticks(range(1, len(data) + 1), [lbl for _, lbl in data], fontsize=8)
     ax.set_xlabel("first audible response (ms after the caller stopped speaking)")
     ax.grid(axis="x", alpha=0.3)
@@ -349,11 +356,52 @@ def _get(d: dict[str, Any], dotted: str) -> Any:
     return d
 
 
+def _with_ci(summary: dict[str, Any], dotted: str) -> str:
+    """A figure, and its bootstrap 95 % interval when summary.json has one ('p50 [lo–hi]')."""
+    ci = _get(summary, f"{dotted}_ci")
+    fig = _fmt(_get(summary, dotted))
+    return f"{fig} [{ci[0]:.0f}–{ci[1]:.0f}]" if isinstance(ci, list) and ci[0] is not None else fig
+
+
+CLIENT_SERVER_COLS = (("turn", "turn"), ("client_far_ms", "client FAR"), ("server_far_vad_ms", "server FAR (VAD)"),
+                      ("difference_ms", "difference"), ("vad_lag_ms", "VAD lag"), ("uplink_ms", "uplink"),
+                      ("jitter_buffer_ms", "jitter buffer"), ("downlink_other_ms", "downlink rest"),
+                      ("residual_ms", "residual"), ("offset_error_ms", "± offset"),
+                      ("server_far_ms", "server FAR (recording)"))
+
+
+def client_server_section(runs: Sequence[RunData]) -> str:
+    """Live runs: the page's own FAR against the server's, part by part (`voicelab.analysis.client_server`)."""
+    tables = []
+    for r in runs:
+        if not r.config.get("live"):
+            continue
+        rows = client_server.breakdown(r.event_list())
+        head = "".join(f"<th>{html.escape(h)}</th>" for _, h in CLIENT_SERVER_COLS)
+        body = "".join("<tr>" + "".join(f"<td>{_fmt(getattr(b, k))}</td>" for k, _ in CLIENT_SERVER_COLS) + "</tr>"
+                       for b in rows)
+        tables.append(_p(f"{r.run_id} ({r.config.get('user_agent') or 'unknown browser'})")
+                      + (f'<div class="scroll"><table><tr>{head}</tr>{body}</table></div>' if rows
+                         else _p("The page reported no client-side FAR in this session.")))
+    if not tables:
+        return ""
+    return ("<h2>Live sessions: client − server FAR</h2>"
+            + _p("The page measures its own FAR (its microphone's speech end to the bot's onset in its analyser); the "
+                 "server FAR it shows beside it starts at the VAD's estimate of the speech end. Difference = VAD lag "
+                 "(VAD estimate − acoustic end in the server recording) + uplink (page mic end → that acoustic end) "
+                 "+ jitter buffer (the page's getStats mean) + downlink rest (packetization, network, decoding, the "
+                 "page's 10 ms polling). Page times are put on the call clock with the offset of the least "
+                 "round-trip ping; uplink and downlink are each uncertain by ± offset, their sum is not. Residual: "
+                 f"what the parts leave of the difference (0 within {client_server.RESIDUAL_TOLERANCE_MS:g} ms when "
+                 "every anchor agrees).")
+            + "".join(tables))
+
+
 def _summary_table(runs: Sequence[RunData]) -> str:
     head = "<tr><th>configuration</th>" + "".join(f"<th>{html.escape(h)}</th>" for _, h in SUMMARY_COLS) + "</tr>"
     body = []
     for r in runs:
-        cells = "".join(f"<td>{_fmt(_get(r.summary, k))}</td>" for k, _ in SUMMARY_COLS)
+        cells = "".join(f"<td>{_with_ci(r.summary, k)}</td>" for k, _ in SUMMARY_COLS)
         body.append(f"<tr><td>{html.escape(r.label)}<br><small>{html.escape(r.run_id)}</small></td>{cells}</tr>")
     return f'<div class="scroll"><table>{head}{"".join(body)}</table></div>'
 
@@ -376,13 +424,14 @@ def _runs_at(path: Path) -> list[RunData]:
 
 
 def render(runs: Sequence[RunData], title: str, max_turns: int = 12, max_canvases: int = 4,
-           detail_runs: int = 3) -> str:
-    """The report page for these runs (the first `detail_runs` get waterfalls, canvases and turn tables)."""
+           detail_runs: int = 3, decision: str = "") -> str:
+    """The report page for these runs (the first `detail_runs` get waterfalls, canvases and turn tables);
+    `decision` is an HTML section put after the summary (`voicelab.analysis.decide.render_section`)."""
     out = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
            f"<style>{CSS}</style></head><body>", f"<h1>{html.escape(title)}</h1>",
            _p(f"generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} from {len(runs)} run(s); "
               "all times in milliseconds; percentiles over turns; '–' = no samples.")]
-    out.append("<h2>Summary</h2>" + _summary_table(runs))
+    out.append("<h2>Summary</h2>" + _summary_table(runs) + decision)
     for r in runs:
         verdict = summary_verdict(r.summary)
         cls = "ok" if " OK:" in verdict else ("bad" if "NOT MET" in verdict else "note")
@@ -401,6 +450,7 @@ def render(runs: Sequence[RunData], title: str, max_turns: int = 12, max_canvase
     out.append(_p("The parts are consecutive intervals from the caller's speech end to the bot's acoustic onset, so "
                   "for one turn they add up to its FAR (the black tick). Across configurations the bars are medians "
                   "of each part, which need not add up to the median FAR."))
+    out.append(client_server_section(runs))
 
     for r in runs[:detail_runs]:
         out.append(f"<h2>Run {html.escape(r.run_id)}</h2>" + _p(r.label))

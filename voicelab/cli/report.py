@@ -5,12 +5,15 @@ Bad input ends with a one-line `error: ...` on stderr and exit status 2 (1 when 
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from voicelab.analysis import AnalysisError
+from voicelab.analysis.decide import decision_report, print_decision
 from voicelab.analysis.report import build_report
 from voicelab.cli.common import fail
 from voicelab.measure.events import EventLogError
@@ -19,15 +22,28 @@ from voicelab.runs.sweep import RUNNERS, SweepError, SweepGrid, parse_shaper, ru
 
 
 def report(
-    run: Annotated[Path, typer.Argument(help="a run folder, or a folder of runs (matrix or sweep)")],
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="HTML file (default RUN/report.html)")] = None,
+    runs: Annotated[list[Path], typer.Argument(help="a run folder, or a folder of runs (matrix or sweep); with "
+                                                    "--decide, several")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="HTML file (default RUN/report.html, with "
+                                             "--decide RUN/decision.html)")] = None,
+    decide: Annotated[bool, typer.Option("--decide", help="rank the configurations (FAR, output rate, price, "
+                                         "answers, API behaviour, audible defects) and mark the Pareto front")]
+    = False,
     max_turns: Annotated[int, typer.Option(help="turn timelines drawn per run")] = 12,
     max_canvases: Annotated[int, typer.Option(help="denoising canvases drawn per run")] = 4,
     detail_runs: Annotated[int, typer.Option(help="runs drawn in detail (the rest only summarised)")] = 3,
 ) -> None:
     """Write a self-contained HTML report (plots inline; opens without a network)."""
+    if len(runs) > 1 and not decide:
+        fail("report takes one run folder (or folder of runs); several only with --decide")
     try:
-        path = build_report(run, out, max_turns=max_turns, max_canvases=max_canvases, detail_runs=detail_runs)
+        if decide:
+            rows, path = decision_report(runs, out, max_turns=max_turns, max_canvases=max_canvases,
+                                         detail_runs=detail_runs)
+            print_decision(Console(width=None if sys.stdout.isatty() else 160), rows)
+        else:
+            path = build_report(runs[0], out, max_turns=max_turns, max_canvases=max_canvases,
+                                detail_runs=detail_runs)
     except (AnalysisError, TruthError, EventLogError) as exc:
         fail(str(exc))
     typer.echo(f"report: {path}")
