@@ -26,6 +26,7 @@ BRIEF_KINDS = {
     "bot_audible_end", "bot_started_speaking", "bot_stopped_speaking", "interruption", "context_update",
     "error", "call_start", "call_end",
     "watchdog", "call_limit", "fault",  # issue 12: watchdogs and injected faults
+    "client_far", "clock_sync",  # issue 9: the live page's own figures and its clock
 }
 
 

@@ -66,6 +66,9 @@ class EventKind(StrEnum):
     WATCHDOG = "watchdog"  # payload: what (engine_first_snapshot, engine_total, tts_chunk, stt_final), limit_s
     CALL_LIMIT = "call_limit"  # payload: limit_s; the call was ended there
     FAULT = "fault"  # payload: fault (e.g. engine-stall), where (turn:N or t:S); an injected failure fired
+    # the live page (voicelab.web): its own figures and its clock, in performance.now() ms
+    CLIENT_FAR = "client_far"  # payload: far_ms, mic_end_ms, bot_onset_ms, jb_delay_s, jb_emitted
+    CLOCK_SYNC = "clock_sync"  # payload: page_send_ms, page_recv_ms (a ping's round trip), server_ms
 
 
 # Payload keys the metrics read; rows missing them are refused on write and on read.
@@ -83,6 +86,8 @@ REQUIRED_PAYLOAD: dict[EventKind, tuple[str, ...]] = {
     EventKind.WATCHDOG: ("what", "limit_s"),
     EventKind.CALL_LIMIT: ("limit_s",),
     EventKind.FAULT: ("fault", "where"),
+    EventKind.CLIENT_FAR: ("far_ms", "mic_end_ms", "bot_onset_ms"),
+    EventKind.CLOCK_SYNC: ("page_send_ms", "page_recv_ms", "server_ms"),
 }
 
 
