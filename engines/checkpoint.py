@@ -7,7 +7,7 @@ model.safetensors.index.json, tokenizer.json and tokenizer_config.json.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import torch
@@ -37,9 +37,14 @@ def _read_json(path: Path) -> dict:
     if not path.is_file():
         raise CheckpointError(f"{path}: missing")
     try:
-        return json.loads(path.read_text())
+        d = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise CheckpointError(f"{path}: not UTF-8 text (byte {e.start})") from None
     except json.JSONDecodeError as e:
         raise CheckpointError(f"{path}: malformed JSON ({e.msg} at line {e.lineno})") from None
+    if not isinstance(d, dict):
+        raise CheckpointError(f"{path}: expected a JSON object, got {type(d).__name__}")
+    return d
 
 
 def read_config(folder: Path) -> ModelConfig:
@@ -48,11 +53,32 @@ def read_config(folder: Path) -> ModelConfig:
     for key in ("d_model", "n_layers", "n_heads", "vocab_size"):
         if not isinstance(d.get(key), int):
             raise CheckpointError(f"{path}: field '{key}' missing or not an integer")
+    _check_field_types(d, path)
     d.setdefault("embedding_size", d["vocab_size"])
     d.setdefault("n_kv_heads", d["n_heads"])
     if "mlp_hidden_size" not in d:
         d["mlp_hidden_size"] = d.get("mlp_ratio", 4) * d["d_model"]
     return ModelConfig.from_dict(d)
+
+
+def _check_field_types(d: dict, path: Path) -> None:
+    """Every ModelConfig field present has the type of its default (a float field takes an int too)."""
+    for f in fields(ModelConfig):
+        if f.name not in d:
+            continue
+        v, default = d[f.name], getattr(ModelConfig(), f.name)
+        if isinstance(default, bool):
+            ok = isinstance(v, bool)
+        elif isinstance(default, int):
+            ok = isinstance(v, int) and not isinstance(v, bool) and v >= 0
+        elif isinstance(default, float):
+            ok = isinstance(v, int | float) and not isinstance(v, bool) and v > 0
+        else:
+            ok = isinstance(v, type(default))
+        if not ok:
+            want = {bool: "true or false", int: "a whole number >= 0", float: "a number > 0"}.get(
+                type(default), type(default).__name__)
+            raise CheckpointError(f"{path}: field '{f.name}' is {v!r}, expected {want}")
 
 
 def weight_files(folder: Path) -> list[Path]:

@@ -23,6 +23,7 @@ import torch
 
 from engines.chat_stream import Usage
 from engines.checkpoint import Checkpoint, load
+from engines.errors import CheckpointError, EngineSpecError
 from engines.samplers import SAMPLERS, Control, SamplerConfig, Special, Step
 from engines.snapshot import Snapshot
 
@@ -96,11 +97,15 @@ class Engine:
     def __init__(self, ckpt: Checkpoint, sampler: str, config: SamplerConfig | None = None,
                  name: str | None = None) -> None:
         if sampler not in SAMPLERS:
-            raise ValueError(f"unknown sampler '{sampler}' (choose from {', '.join(SAMPLERS)})")
+            raise EngineSpecError(f"unknown sampler '{sampler}' (choose from {', '.join(SAMPLERS)})")
         self.ckpt = ckpt
         self.sampler = sampler
         vl = _voicelab_defaults(ckpt)
         self.config = config or SamplerConfig(**vl)
+        limit = ckpt.model.config.max_sequence_length
+        if self.config.canvas >= limit:
+            raise CheckpointError(f"{ckpt.folder / 'config.json'}: max_sequence_length {limit} leaves no room for "
+                                  f"a prompt beside the {self.config.canvas}-token answer canvas")
         self.name = name or ckpt.folder.name
         tok = ckpt.tokenizer
         mask_id = tok.mask_id if tok.mask_id is not None else ckpt.model.config.mask_token_id

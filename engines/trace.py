@@ -60,7 +60,11 @@ def read_trace(path: Path) -> tuple[dict[str, Any], list[RecordedGeneration]]:
         raise TraceError(f"{path}: trace file not found")
     header: dict[str, Any] | None = None
     gens: list[RecordedGeneration] = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise TraceError(f"{path}: not UTF-8 text (byte {e.start})") from None
+    for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -73,6 +77,7 @@ def read_trace(path: Path) -> tuple[dict[str, Any], list[RecordedGeneration]]:
             elif kind == "snapshot":
                 if not gens:
                     raise ValueError("snapshot before any generation")
+                _check_snapshot(obj)
                 gens[-1].snapshots.append((int(obj["dt_ns"]), Snapshot.from_dict(obj)))
             else:
                 raise ValueError(f"unknown type {kind!r}")
@@ -81,6 +86,28 @@ def read_trace(path: Path) -> tuple[dict[str, Any], list[RecordedGeneration]]:
     if header is None:
         raise TraceError(f"{path}: no header line")
     return header, gens
+
+
+_SNAPSHOT_LISTS = {"tokens": int, "masked": bool, "confidence": (int, float), "guesses": int, "pieces": str}
+
+
+def _check_snapshot(obj: dict[str, Any]) -> None:
+    """A snapshot line's fields have the types and lengths a Snapshot needs (ValueError naming the field)."""
+    for key in ("dt_ns", "step", "block_size", "blocks_done", "pinned", "forwards"):
+        if not isinstance(obj.get(key), int) or isinstance(obj.get(key), bool) or obj[key] < 0:
+            raise ValueError(f"field '{key}' must be a whole number >= 0, got {obj.get(key)!r}")
+    if not isinstance(obj.get("done"), bool):
+        raise ValueError(f"field 'done' must be true or false, got {obj.get('done')!r}")
+    if obj.get("eos") is not None and not isinstance(obj["eos"], int):
+        raise ValueError(f"field 'eos' must be a position or null, got {obj['eos']!r}")
+    n = None
+    for key, typ in _SNAPSHOT_LISTS.items():
+        v = obj.get(key)
+        if not isinstance(v, list) or not all(isinstance(x, typ) for x in v):
+            raise ValueError(f"field '{key}' must be a list of {getattr(typ, '__name__', 'number')}s, got {v!r:.40}")
+        if n is not None and len(v) != n:
+            raise ValueError(f"field '{key}' has {len(v)} positions, 'tokens' has {n}")
+        n = len(v) if n is None else n
 
 
 class ReplayGeneration:

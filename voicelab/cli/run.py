@@ -7,12 +7,16 @@ from pathlib import Path
 
 import typer
 
-from engines.errors import CheckpointError
+from engines.errors import CheckpointError, EngineSpecError
 from voicelab.cli.common import fail, quiet_pipecat_logs
+from voicelab.faults import HELP as INJECT_HELP
+from voicelab.faults import FaultSpecError, parse_faults
 from voicelab.fixtures import FixtureError
 from voicelab.gate import GateConfigError, ShaperParams
+from voicelab.options import check_engine, check_out_dir
 from voicelab.pipeline.config import DEFAULT_GREETING, PipelineConfig, PipelineConfigError
-from voicelab.runs.run import default_matrix, run_fixtures
+from voicelab.runs.folder import RunFolderError
+from voicelab.runs.run import default_matrix, failed_runs, run_fixtures
 
 
 def run(
@@ -41,6 +45,9 @@ def run(
     max_words: int = typer.Option(14, help="phrase shaper: longest chunk in words"),
     max_hold_ms: float = typer.Option(250.0, help="phrase shaper: longest wait for a cut"),
     keep_leading_ms: float = typer.Option(20.0, help="Piper leading silence kept per chunk (-1: keep all)"),
+    inject: list[str] = typer.Option(None, help=f"inject a fault (repeatable): {INJECT_HELP}"),
+    concurrency: int = typer.Option(1, help="calls played at the same time (each its own pipeline; the engine "
+                                            "is shared): a load test"),
 ) -> None:
     """Run recorded calls through the voice pipeline in real time; write the run folder and print tables."""
     quiet_pipecat_logs("ERROR")  # pipecat's DEBUG chatter stays out of the tables
@@ -52,6 +59,17 @@ def run(
                               vad_start_secs=vad_start_secs,
                               keep_leading_ms=None if keep_leading_ms < 0 else keep_leading_ms)
         configs = default_matrix(base) if matrix else [base]
-        run_fixtures(fixtures, configs, out, matrix=matrix, command=list(sys.argv), repeat=repeat)
-    except (FixtureError, PipelineConfigError, GateConfigError, CheckpointError) as e:
+        faults = parse_faults(inject or [])
+        if concurrency < 1:
+            raise PipelineConfigError(f"--concurrency {concurrency}: needs at least 1")
+        for cfg in configs:  # every refusal before a model loads or a folder is made
+            check_engine(cfg)
+        check_out_dir(out)
+        root = run_fixtures(fixtures, configs, out, matrix=matrix, command=list(sys.argv), repeat=repeat,
+                            faults=faults, concurrency=concurrency)
+    except (FixtureError, PipelineConfigError, GateConfigError, CheckpointError, EngineSpecError, FaultSpecError,
+            RunFolderError) as e:
         fail(str(e))
+    failed = failed_runs(root)
+    if failed:
+        fail(f"no turn of {', '.join(str(f) for f in failed)} went without an error (see its events.jsonl)", 1)

@@ -137,12 +137,13 @@ def build_core(cfg: PipelineConfig, log: CallLog, *, engine: EngineLike, voice: 
 async def run_call(fixture: Fixture, cfg: PipelineConfig, res: Resources, call_id: str, *,
                    writer: EventWriter | None = None,
                    tts_factory: Any = None, engine: Any = None, limits: Limits | None = None,
-                   faults: tuple[Fault, ...] = ()) -> CallResult:
+                   faults: tuple[Fault, ...] = (), own_decoder: bool = False) -> CallResult:
     """Play one fixture through a fresh pipeline in real time; return what the run folder keeps of it.
 
     `tts_factory(voice=, log=, sample_rate=, keep_leading_ms=)` and `engine` replace the TTS and the engine
     (tests inject failing ones); by default they come from `res`. `limits` are the watchdogs'
-    (`voicelab.pipeline.watchdog`), `faults` the failures to inject (`voicelab.faults`).
+    (`voicelab.pipeline.watchdog`), `faults` the failures to inject (`voicelab.faults`). `own_decoder`: a
+    pocketsphinx decoder of its own (calls played at the same time cannot share one utterance buffer).
     """
     limits = limits or Limits()
     sr = cfg.sample_rate
@@ -164,7 +165,7 @@ async def run_call(fixture: Fixture, cfg: PipelineConfig, res: Resources, call_i
 
     player = FixturePlayerInput(fixture, scheduler, log, recorder, on_done=on_done,
                                 max_call_s=call_limit_s)
-    stt = stt_service(cfg, log, decoder=res.decoder, recognizer=res.recognizer)
+    stt = stt_service(cfg, log, decoder=None if own_decoder else res.decoder, recognizer=res.recognizer)
     raw_engine = engine if engine is not None else res.engine
     watched = WatchedEngine(FaultyEngine(raw_engine, plan, log) if faults else raw_engine, log, limits)
     if any(f.component == "tts" for f in faults):

@@ -27,11 +27,13 @@ from rich.table import Table
 from engines.protocol import EngineLike
 from voicelab.analysis.price import price_summary
 from voicelab.analysis.tables import write_parquet
+from voicelab.faults import outcomes
 from voicelab.fixtures import Fixture, load_fixture, select
 from voicelab.gate import ShaperParams
 from voicelab.measure.events import Event, EventKind, EventWriter, read_events
 from voicelab.measure.metrics import summarize, turn_table
 from voicelab.measure.truth import TruthError, analyze_run
+from voicelab.options import check_engine
 from voicelab.pipeline.assembly import run_call
 from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
 from voicelab.pipeline.resources import Resources
@@ -120,26 +122,36 @@ def call_ids(fixtures: Sequence[Fixture], repeat: int = 1) -> list[tuple[str, Fi
 
 
 async def _run_calls(cfg: PipelineConfig, res: Resources, fixtures: Sequence[Fixture], folder: RunFolder,
-                     writer: EventWriter, progress: Progress | None, repeat: int = 1, **call_kw: Any) -> list[Event]:
-    events: list[Event] = []
+                     writer: EventWriter, progress: Progress | None, repeat: int = 1, concurrency: int = 1,
+                     **call_kw: Any) -> list[Event]:
+    """Every call of the plan, `concurrency` at a time (each its own pipeline; the engine is shared and steps
+    in its one worker thread). Events come back in plan order."""
     task = None
     plan = call_ids(fixtures, repeat)
     if progress is not None:
         task = progress.add_task(cfg.slug(), total=len(plan))
-    for call_id, fx in plan:
-        if progress is not None and task is not None:
-            progress.update(task, description=f"{cfg.slug()} · {fx.name}")
-        try:
-            result = await run_call(fx, cfg, res, call_id, writer=writer, **call_kw)
-            folder.write_call(call_id, result.stereo, result.sample_rate, result.meta)
-            events.extend(result.log.events)
-        except Exception as e:  # a broken call is an error row; the run goes on
-            err = Event(call_id, -1, 0, str(EventKind.ERROR), {"where": "call", "message": f"{type(e).__name__}: {e}"})
-            writer.write(err)
-            events.append(err)
-        if progress is not None and task is not None:
-            progress.advance(task)
-    return events
+    slots = asyncio.Semaphore(concurrency)
+
+    async def one(call_id: str, fx: Fixture) -> list[Event]:
+        async with slots:
+            if progress is not None and task is not None:
+                progress.update(task, description=f"{cfg.slug()} · {fx.name}")
+            try:
+                result = await run_call(fx, cfg, res, call_id, writer=writer, own_decoder=concurrency > 1,
+                                        **call_kw)
+                folder.write_call(call_id, result.stereo, result.sample_rate, result.meta)
+                out = result.log.events
+            except Exception as e:  # a broken call is an error row; the run goes on
+                err = Event(call_id, -1, 0, str(EventKind.ERROR),
+                            {"where": "call", "message": f"{type(e).__name__}: {e}"})
+                writer.write(err)
+                out = [err]
+            if progress is not None and task is not None:
+                progress.advance(task)
+            return out
+
+    per_call = await asyncio.gather(*(one(call_id, fx) for call_id, fx in plan))
+    return [e for events in per_call for e in events]
 
 
 def as_config(config: PipelineConfig | Mapping[str, Any]) -> PipelineConfig:
@@ -174,6 +186,8 @@ def run_config(config: PipelineConfig | Mapping[str, Any], fixtures: Sequence[Fi
     cfg = as_config(config)
     fxs = as_fixtures(fixtures)
     call_ids(fxs, repeat)  # a bad repeat count fails before anything loads
+    if resources is None:
+        check_engine(cfg)  # a wrong engine/sampler pair or a broken trace: one line, before anything loads
     if run_dir is None:
         run_dir = Path(out_dir) / f"{_utc_stamp()}-{cfg.slug()}"
     res = resources or Resources(cfg)  # before the folder: a model that fails to load leaves no folder
@@ -215,6 +229,7 @@ def run_fixtures(fixture_specs: Sequence[str] | None, configs: Sequence[Pipeline
         notes = run_dir / "notes.txt"
         if notes.is_file():
             console.print(f"[dim]{notes.read_text(encoding='utf-8').strip()}[/dim]")
+        print_faults(console, outcomes(read_events(run_dir / EVENTS)))
     if matrix:
         write_matrix(root, summaries)
     print_summary(console, summaries)
@@ -254,6 +269,30 @@ def print_turns(console: Console, rows: list[dict[str, Any]], title: str = "per 
     for r in rows:
         t.add_row(*[_f(r.get(k)) for _, k in cols])
     console.print(t)
+
+
+def print_faults(console: Console, rows: list[dict[str, Any]]) -> None:
+    """The injected faults (`--inject`) and what handled each; nothing when none fired."""
+    if not rows:
+        return
+    t = Table(title="injected faults")
+    for name in ("call", "fault", "where", "t s", "handled by", "bot heard after"):
+        t.add_column(name)
+    for r in rows:
+        t.add_row(r["call_id"], r["fault"], r["where"], _f(r["t_s"], 2), r["handled_by"], _f(r["bot_heard_after"]))
+    console.print(t)
+
+
+def failed_runs(root: Path) -> list[Path]:
+    """Run folders at or below root where every turn logged an error (or the calls broke before any turn)."""
+    out = []
+    for events_file in sorted(Path(root).rglob(EVENTS)):
+        events = read_events(events_file)
+        rows = turn_table(events)
+        broken = any(e.kind == EventKind.ERROR for e in events)
+        if (rows and all(r.get("errors") for r in rows)) or (not rows and broken):
+            out.append(events_file.parent)
+    return out
 
 
 def print_summary(console: Console, summaries: Sequence[dict[str, Any]]) -> None:
