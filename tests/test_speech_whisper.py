@@ -98,3 +98,23 @@ def test_results_of_a_replaced_utterance_are_dropped(recognizer: WhisperRecogniz
         assert sw.partial is None and sw.passes == 0
     finally:
         sw.close()
+
+
+def test_reopened_utterance_spans_a_pause() -> None:
+    """A finished utterance that goes on after a pause is transcribed whole by the next finish()."""
+    calls: list[int] = []
+
+    class Counting:
+        def transcribe(self, audio: np.ndarray) -> Transcript:
+            calls.append(audio.size)
+            return Transcript(text=f"{audio.size} samples", ms=0.0, audio_s=audio.size / 16000)
+
+    stream = StreamingWhisper(Counting(), partial_every_s=10.0)
+    stream.start()
+    stream.feed(np.zeros(8000, dtype=np.float32))
+    assert stream.finish().result(timeout=5).text == "8000 samples"
+    stream.feed(np.zeros(1600, dtype=np.float32))  # ignored: the utterance is finished
+    stream.reopen()
+    stream.feed(np.zeros(4000, dtype=np.float32))
+    assert stream.finish().result(timeout=5).text == "12000 samples"
+    stream.close()

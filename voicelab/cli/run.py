@@ -14,7 +14,13 @@ from voicelab.faults import FaultSpecError, parse_faults
 from voicelab.fixtures import FixtureError
 from voicelab.gate import GateConfigError, ShaperParams
 from voicelab.options import check_engine, check_out_dir
-from voicelab.pipeline.config import DEFAULT_GREETING, PipelineConfig, PipelineConfigError
+from voicelab.pipeline.config import (
+    DEFAULT_GREETING,
+    STT_HELP,
+    TURN_HELP,
+    PipelineConfig,
+    PipelineConfigError,
+)
 from voicelab.runs.folder import RunFolderError
 from voicelab.runs.run import default_matrix, failed_runs, run_fixtures
 
@@ -26,7 +32,7 @@ def run(
     sampler: str = typer.Option(None, help="threshold, low_confidence, revising, autoregressive (default: the "
                                            "engine's own)"),
     policy: str = typer.Option("pinned", help="gate policy: final, prefix, stable:K, block, pinned, pinned:X"),
-    stt: str = typer.Option("pocketsphinx", help="pocketsphinx (streaming) or transcript (the fixture's text)"),
+    stt: str = typer.Option("whisper", help=STT_HELP),
     vad: str = typer.Option("silero", help="silero or webrtc"),
     out: Path = typer.Option(Path("runs"), help="folder for run folders"),
     matrix: bool = typer.Option(False, help="run the default matrix of configurations and write matrix.json"),
@@ -36,8 +42,7 @@ def run(
                                                  "resumes), vad (any speech stops the bot) or words:N (N words "
                                                  "heard while the bot talks; backchannels pass)"),
     greeting: str = typer.Option(DEFAULT_GREETING, help="what the bot says at call start ('' for nothing)"),
-    turn: str = typer.Option("smart", help="smart[:S] (smart-turn v3; unfinished turns end after S s, "
-                                             "default 2) or timeout:S"),
+    turn: str = typer.Option("decide", help=TURN_HELP),
     vad_stop_secs: float = typer.Option(0.12, help="VAD silence before speech counts as stopped (pipecat: 0.2)"),
     vad_start_secs: float = typer.Option(0.2, help="VAD speech before it counts as started"),
     first_chunk_words: int = typer.Option(2, help="phrase shaper: words in a short first chunk"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -17,6 +18,7 @@ from voicelab.pipeline.config import (
     PipelineConfigError,
 )
 from voicelab.web.app import ServeError, ServeOptions, create_app
+from voicelab.web.recording import DEFAULT_RUNS_DIR
 from voicelab.web.session import ResourcePool
 
 
@@ -27,19 +29,21 @@ def serve(
     sampler: Annotated[str | None, typer.Option(help="sampler (default: the engine's own)")] = None,
     policy: Annotated[str, typer.Option(help="gate policy: final, prefix, stable:K, block, pinned[:X]")] = "pinned",
     vad: Annotated[str, typer.Option(help="silero or webrtc")] = "silero",
-    stt: Annotated[str, typer.Option(help="pocketsphinx (live calls have no fixture transcript)")] = "pocketsphinx",
-    turn: Annotated[str, typer.Option(help=TURN_HELP)] = "smart",
+    stt: Annotated[str, typer.Option(help="whisper or pocketsphinx (a live call has no fixture transcript)")] = "whisper",
+    turn: Annotated[str, typer.Option(help=TURN_HELP)] = "decide",
     barge_in: Annotated[str, typer.Option(help=BARGE_IN_HELP + "; the browser side does not pause yet, so "
                                           "pause acts as a word rule there")] = "words:3",
     greeting: Annotated[str, typer.Option(help="what the bot says when a session starts ('' for nothing)")] = (
         DEFAULT_GREETING),
     max_sessions: Annotated[int, typer.Option(help="concurrent browser sessions; more get a 'busy' message")] = 2,
+    runs_dir: Annotated[Path, typer.Option(help="each session's run folder goes under this (voicelab report reads "
+                                           "it)")] = DEFAULT_RUNS_DIR,
 ) -> None:
     """Serve the live mic demo: speak in the browser, watch the canvas resolve and the latency meter."""
     try:
         cfg = PipelineConfig(engine=engine, sampler=sampler, policy=policy, vad=vad, stt=stt, turn=turn,
                              barge_in=barge_in, greeting=greeting)
-        options = ServeOptions(pipeline=cfg, max_sessions=max_sessions)
+        options = ServeOptions(pipeline=cfg, max_sessions=max_sessions, runs_dir=runs_dir)
     except (PipelineConfigError, GateConfigError, ServeError) as e:
         fail(str(e))
     if not 0 < port < 65536:

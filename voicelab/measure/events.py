@@ -40,6 +40,9 @@ class EventKind(StrEnum):
     VAD_START = "vad_start"
     VAD_STOP = "vad_stop"
     TURN_END = "turn_end"
+    TURN_DECISION = "turn_decision"  # payload: audio_p, text_p, text, silence_ms, required_ms, reason (--turn decide)
+    PREEMPT_START = "preempt_start"  # payload: gen_id, text (an answer started before the turn was confirmed)
+    PREEMPT_RESULT = "preempt_result"  # payload: gen_id, outcome (hit | miss), text, final, wasted_engine_ms
     STT_FINAL = "stt_final"  # payload: text
     LLM_REQUEST = "llm_request"  # payload: messages (count) or text
     # engine and gate

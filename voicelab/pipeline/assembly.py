@@ -170,7 +170,8 @@ async def run_call(fixture: Fixture, cfg: PipelineConfig, res: Resources, call_i
     watched = WatchedEngine(FaultyEngine(raw_engine, plan, log) if faults else raw_engine, log, limits)
     if any(f.component == "tts" for f in faults):
         tts_factory = faulty_tts_factory(plan, tts_factory)
-    core = build_core(cfg, log, engine=watched, voice=res.voice, tts_factory=tts_factory)
+    core = build_core(cfg, log, engine=watched, voice=res.voice, tts_factory=tts_factory,
+                      strategies=turn_strategies(cfg, decision=res.decision, log=log))
     if isinstance(core.tts, PiperTTSService):
         core.tts.step_limit_s = limits.tts_chunk_s
     context, tools = core.context, core.tools

@@ -17,10 +17,14 @@ from typing import Any
 
 from voicelab.gate import GatePolicy, ShaperParams
 
+STT_CHOICES = ("whisper", "pocketsphinx", "transcript")
+STT_HELP = ("whisper (tiny.en from a package, streamed passes), pocketsphinx (streaming, fast, inaccurate) or "
+            "transcript (the fixture's own text: STT out of the budget)")
 BARGE_IN_HELP = ("pause (the VAD pauses the bot, then stop or resume: voicelab.pipeline.barge_in), vad (any "
                  "speech stops the bot) or words:N (N recognised words while the bot talks)")
-TURN_HELP = ("smart[:S] (smart-turn v3 after the VAD stop; an unfinished-sounding turn ends after S s of "
-             "silence, default 2) or timeout:S (S seconds of silence)")
+TURN_HELP = ("decide (smart-turn on the audio and the tiny decision model on the words, re-scored as the "
+             "silence grows; engines/turn_policy.py), smart[:S] (smart-turn v3 after the VAD stop; an "
+             "unfinished-sounding turn ends after S s of silence, default 2) or timeout:S (S seconds of silence)")
 
 
 DEFAULT_GREETING = "Riverside Bike Works, how can I help?"
@@ -38,12 +42,12 @@ class PipelineConfig:
     sampler: str | None = None  # None: the engine's default (threshold / autoregressive)
     policy: str = "pinned"
     shaper: ShaperParams = field(default_factory=ShaperParams)
-    stt: str = "pocketsphinx"  # or "transcript"
+    stt: str = "whisper"  # STT_CHOICES
     vad: str = "silero"  # or "webrtc"
     vad_start_secs: float = 0.2
     vad_stop_secs: float = 0.12  # lever: pipecat defaults to 0.2; smart-turn guards mid-sentence pauses
     barge_in: str = "pause"  # measured (issue 11): stop 247 ms, 0 false barge-ins; words:3 stopped in ~780 ms
-    turn: str = "smart"
+    turn: str = "decide"
     sample_rate: int = 16000
     keep_leading_ms: float | None = 20.0  # Piper's leading silence kept before each chunk
     no_reply_timeout_s: float = 6.0
@@ -53,8 +57,8 @@ class PipelineConfig:
 
     def __post_init__(self) -> None:
         GatePolicy.parse(self.policy)
-        if self.stt not in ("pocketsphinx", "transcript"):
-            raise PipelineConfigError(f"stt: '{self.stt}' is not pocketsphinx or transcript")
+        if self.stt not in STT_CHOICES:
+            raise PipelineConfigError(f"stt: '{self.stt}' is not one of {', '.join(STT_CHOICES)}")
         if self.vad not in ("silero", "webrtc"):
             raise PipelineConfigError(f"vad: '{self.vad}' is not silero or webrtc")
         self.barge_in_words()
@@ -76,8 +80,10 @@ class PipelineConfig:
         return int(n)
 
     def turn_timeout(self) -> tuple[str, float]:
-        """("smart", max silence for an unfinished turn) or ("timeout", silence timeout), in seconds."""
+        """("decide", 0), ("smart", max silence for an unfinished turn) or ("timeout", silence timeout), in s."""
         kind, _, s = self.turn.partition(":")
+        if kind == "decide" and not s:
+            return "decide", 0.0
         if kind == "smart" and not s:
             return "smart", 2.0
         try:

@@ -1,15 +1,17 @@
-"""What a configuration loads once and its calls share: the engine, the Piper voice, the pocketsphinx decoder."""
+"""What a configuration loads once and its calls share: the engine, the Piper voice, the recognizer."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from engines.decision import DecisionModel, load_decision_model
 from engines.engine import open_engine
 from engines.protocol import EngineLike
 from engines.trace import ReplayEngine
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.pipeline.stt_pocketsphinx import new_decoder
+from voicelab.pipeline.stt_whisper import SharedRecognizer, load_recognizer
 from voicelab.pipeline.tts_piper import load_voice
 
 
@@ -21,6 +23,8 @@ class Resources:
         self.engine = open_engine_for(cfg)
         self.voice = load_voice()
         self.decoder: Any = new_decoder(cfg.sample_rate) if cfg.stt == "pocketsphinx" else None
+        self.recognizer: SharedRecognizer | None = load_recognizer() if cfg.stt == "whisper" else None
+        self.decision: DecisionModel | None = load_decision_model() if cfg.turn_timeout()[0] == "decide" else None
         self.warm_up()
 
     def warm_up(self) -> None:

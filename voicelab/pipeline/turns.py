@@ -22,8 +22,12 @@ from pipecat.turns.user_stop.speech_timeout_user_turn_stop_strategy import Speec
 from pipecat.turns.user_stop.turn_analyzer_user_turn_stop_strategy import TurnAnalyzerUserTurnStopStrategy
 from pipecat.turns.user_turn_strategies import UserTurnStrategies
 
+from engines.decision import DecisionModel
+from engines.turn_policy import TurnThresholds
+from voicelab.measure.calllog import CallLog
 from voicelab.pipeline.barge_in import PauseThenDecide
 from voicelab.pipeline.config import PipelineConfig
+from voicelab.pipeline.turn_end import DecidingTurnStopStrategy
 from voicelab.pipeline.vad_webrtc import WebRTCVADAnalyzer
 
 
@@ -71,8 +75,12 @@ def onset_vad(cfg: PipelineConfig) -> VADAnalyzer:
     return vad
 
 
-def turn_strategies(cfg: PipelineConfig) -> UserTurnStrategies:
-    """Turn start (barge-in rule) and turn end (smart-turn or a silence timeout) strategies."""
+def turn_strategies(cfg: PipelineConfig, *, decision: DecisionModel | None = None,
+                    log: CallLog | None = None) -> UserTurnStrategies:
+    """Turn start (barge-in rule) and turn end (`decide`, smart-turn or a silence timeout) strategies.
+
+    `decision` is the tiny decision model of `--turn decide` (loaded once per configuration); `log` gets its
+    verdicts."""
     words = cfg.barge_in_words()
     if cfg.barge_in == "pause":
         start: list[Any] = [PauseThenDecide(onset_vad=onset_vad(cfg))]
@@ -81,9 +89,13 @@ def turn_strategies(cfg: PipelineConfig) -> UserTurnStrategies:
     else:
         start = [WordsWhileBotSpeaks(min_words=words, use_interim=True)]
     kind, timeout = cfg.turn_timeout()
-    if kind == "smart":
+    if kind == "decide":
+        # smart-turn's own silence fallback is set past the rule's cap: the rule ends every turn
+        analyzer = LocalSmartTurnAnalyzerV3(params=SmartTurnParams(stop_secs=TurnThresholds().cap_ms / 1000 + 1))
+        stop: list[Any] = [DecidingTurnStopStrategy(analyzer=analyzer, decision=decision, log=log)]
+    elif kind == "smart":
         analyzer = LocalSmartTurnAnalyzerV3(params=SmartTurnParams(stop_secs=timeout))
-        stop: list[Any] = [TurnAnalyzerUserTurnStopStrategy(turn_analyzer=analyzer)]
+        stop = [TurnAnalyzerUserTurnStopStrategy(turn_analyzer=analyzer)]
     else:
         stop = [SpeechTimeoutUserTurnStopStrategy(user_speech_timeout=timeout)]
     return UserTurnStrategies(start=start, stop=stop)

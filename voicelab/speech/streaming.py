@@ -64,6 +64,12 @@ class StreamingWhisper:
             self.partial = None
             self.passes = 0
 
+    def reopen(self) -> None:
+        """The speech goes on after a `finish()` (a pause inside the caller's turn): later audio extends the
+        same utterance, and the next `finish()` transcribes all of it."""
+        with self._lock:
+            self._final = None
+
     def feed(self, chunk: np.ndarray) -> None:
         """Append float32 16 kHz samples (int16 accepted) and start a partial pass if one is due."""
         a = np.asarray(chunk)

