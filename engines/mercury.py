@@ -34,7 +34,12 @@ def looks_like_replacement(current: str, chunk: str) -> bool:
         return False
     if chunk.startswith(current[:16]) and len(chunk) >= len(current):
         return True
-    return difflib.SequenceMatcher(None, current, chunk[:len(current)], autojunk=False).ratio() >= 0.42
+    return _similar(current, chunk) >= 0.42
+
+
+def _similar(current: str, chunk: str) -> float:
+    """How much of `current` the start of `chunk` restates (0..1)."""
+    return difflib.SequenceMatcher(None, current, chunk[:len(current)], autojunk=False).ratio()
 
 
 class MercuryGeneration(StreamGeneration):
@@ -44,6 +49,7 @@ class MercuryGeneration(StreamGeneration):
         super().__init__(engine, body)
         self.shape: str | None = engine.shape if engine.shape != "auto" else None
         self.content_chunks = 0
+        self._prev = ""  # the previous content chunk
 
     def _on_content(self, content: str, t_ns: int) -> list[Snapshot]:
         if not self.engine.diffusing:
@@ -52,11 +58,12 @@ class MercuryGeneration(StreamGeneration):
         if self.shape is None and self.content_chunks >= 2:
             self.shape = "replace" if looks_like_replacement(self.canvas.text, content) else "append"
             self.engine.shapes_seen[self.shape] = self.engine.shapes_seen.get(self.shape, 0) + 1
-        elif (self.shape == "append" and self.engine.shape == "auto" and len(content) > 16
-              and content.startswith(self.canvas.text[:len(content)][:max(16, len(self.canvas.text) // 2)])):
-            # a chunk that restates the whole text so far: the guess was wrong, these are drafts
+        elif (self.shape == "append" and self.engine.shape == "auto" and len(content) >= len(self._prev)
+              and _similar(self._prev, content) >= 0.7):
+            # a chunk that redrafts the previous one closely: the guess was wrong, these are drafts
             self.shape = "replace"
             self.engine.shapes_seen["replace-late"] = self.engine.shapes_seen.get("replace-late", 0) + 1
+        self._prev = content
         if self.shape == "replace" or (self.shape is None and self.content_chunks == 1):
             return [self.canvas.replace(split_pieces(content), t_ns)]
         return [self.canvas.append(content, t_ns)]

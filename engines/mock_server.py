@@ -158,9 +158,12 @@ async def _profile_texts(opts: MockOptions, profile: Profile, messages: list[dic
     plan = reveal_schedule(pieces, profile, seed=opts.seed, jitter=opts.jitter, block_size=opts.block_size,
                            steps_per_block=opts.steps_per_block)
     sent = 0
+    # a late first text (content computed slower than the first-answer wait) restarts the clock, as the
+    # profile engine does, so the rest of the answer keeps the profile's speed
+    t0 = max(t0, time.monotonic() - plan[0].t_s)
     for i, r in enumerate(plan):
         # skip drafts already overdue, so a slow timer never slows the output speed
-        if i + 1 < len(plan) and t0 + plan[i + 1].t_s <= time.monotonic():
+        if i and i + 1 < len(plan) and t0 + plan[i + 1].t_s <= time.monotonic():
             continue
         await asyncio.sleep(max(0.0, t0 + r.t_s - time.monotonic()))
         if diffusing and shape == "replace":
