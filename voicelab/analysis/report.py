@@ -33,6 +33,7 @@ from matplotlib.ticker import MaxNLocator
 from voicelab.analysis import AnalysisError, RunData, client_server, find_runs, load_run
 from voicelab.measure import onset
 from voicelab.measure.truth import TruthError, read_call_wav, summary_verdict
+from voicelab.runs.folder import is_sealed
 
 PARTS = ("endpointing_ms", "stt_ms", "engine_first_commit_ms", "gate_to_tts_ms", "tts_first_audio_ms",
          "playout_ms")
@@ -416,6 +417,9 @@ def _turn_table(run: RunData) -> str:
 
 def _runs_at(path: Path) -> list[RunData]:
     if (path / "events.jsonl").is_file() or (path / "events.parquet").is_file():
+        if not is_sealed(path):
+            raise AnalysisError(f"{path}: unfinished run (no summary.json, or its INCOMPLETE marker is there: it "
+                                "was killed or is still running); run it again")
         return [load_run(path)]
     found = find_runs(path)
     if not found:

@@ -464,7 +464,8 @@ def find_runs(root: str | Path) -> list[Path]:
     if not p.is_dir():
         raise AnalysisError(f"{p}: no such folder")
     found = sorted({s.parent for s in p.rglob("summary.json")})
-    return [f for f in found if (f / "events.jsonl").is_file() or (f / "events.parquet").is_file()]
+    return [f for f in found if ((f / "events.jsonl").is_file() or (f / "events.parquet").is_file())
+            and not (f / "INCOMPLETE").exists()]  # unsealed (killed mid-write): not finished
 
 
 def load_runs(root: str | Path) -> Runs:

@@ -12,12 +12,15 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from engines.errors import CheckpointError
 from voicelab.analysis import AnalysisError
 from voicelab.analysis.decide import decision_report, print_decision
 from voicelab.analysis.report import build_report
 from voicelab.cli.common import fail
 from voicelab.measure.events import EventLogError
 from voicelab.measure.truth import TruthError
+from voicelab.options import OptionsError, check_engine, check_out_file
+from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
 from voicelab.runs.sweep import RUNNERS, SweepError, SweepGrid, parse_shaper, run_sweep
 
 
@@ -37,6 +40,8 @@ def report(
     if len(runs) > 1 and not decide:
         fail("report takes one run folder (or folder of runs); several only with --decide")
     try:
+        if out is not None:
+            check_out_file(out)  # a folder, or a place that cannot be written: one line before any work
         if decide:
             rows, path = decision_report(runs, out, max_turns=max_turns, max_canvases=max_canvases,
                                          detail_runs=detail_runs)
@@ -44,8 +49,10 @@ def report(
         else:
             path = build_report(runs[0], out, max_turns=max_turns, max_canvases=max_canvases,
                                 detail_runs=detail_runs)
-    except (AnalysisError, TruthError, EventLogError) as exc:
+    except (AnalysisError, TruthError, EventLogError, OptionsError) as exc:
         fail(str(exc))
+    except OSError as exc:  # the default RUN/report.html on a read-only run folder
+        fail(f"{exc.filename or runs[0]}: cannot write the report ({exc.strerror or exc})")
     typer.echo(f"report: {path}")
 
 
@@ -83,9 +90,12 @@ def sweep(
             seed=seed,
             repeat=repeat,
         )
+        if runner == "pipeline":  # every cell's engine and sampler, before the first cell runs
+            for cell in grid.cells():
+                check_engine(PipelineConfig(engine=cell.engine, sampler=cell.sampler, policy=cell.policy))
         res = run_sweep(grid, out, RUNNERS[runner], ray_address=ray, cpus_per_cell=cpus_per_cell,
                         echo=typer.echo)
-    except (SweepError, AnalysisError) as exc:
+    except (SweepError, AnalysisError, PipelineConfigError, CheckpointError) as exc:
         fail(str(exc))
     if not res.pareto.empty:
         typer.echo(res.pareto.to_string(index=False))

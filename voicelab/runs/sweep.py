@@ -23,8 +23,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +47,9 @@ from voicelab.runs.grid import (  # noqa: F401 (compatible, parse_shaper: re-exp
     parse_shaper,
 )
 from voicelab.runs.synthetic import synthetic_cell_runner
+
+RAY_CONNECT_DEADLINE_S = 30.0  # joining a cluster takes seconds; past this the address is wrong or down
+LOCK = ".sweep.lock"  # holds the pid of the sweep writing this folder
 
 CONCURRENCY_NOTE_LOCAL = ("note: cells run one after another here; anything else busy on this machine (a training "
                           "job, another sweep) still shifts the latencies, so compare cells of one quiet sweep.")
@@ -115,11 +121,27 @@ def _run_ray(runner: CellRunner, cells: Sequence[CellSpec], dirs: Mapping[str, P
     if address != "local":
         kwargs["address"] = address
     kwargs.setdefault("include_dashboard", False)
+    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")  # its C++ client logs every failed retry to stderr
     kwargs.setdefault("log_to_driver", False)
-    try:
-        ray.init(**kwargs)
-    except (ConnectionError, ValueError, RuntimeError) as exc:
-        raise SweepError(f"--ray {address}: cannot join the cluster: {exc}") from None
+    joined: dict[str, BaseException | None] = {}
+
+    def join() -> None:
+        try:
+            ray.init(**kwargs)
+            joined["error"] = None
+        except BaseException as exc:  # reported below as one line
+            joined["error"] = exc
+
+    # ray.init retries an unreachable address for minutes: give it a deadline (the thread is a daemon, so a
+    # connect that never returns does not keep the command alive)
+    waiter = threading.Thread(target=join, name="ray-init", daemon=True)
+    waiter.start()
+    waiter.join(RAY_CONNECT_DEADLINE_S)
+    if "error" not in joined:
+        raise SweepError(f"--ray {address}: no cluster answered within {RAY_CONNECT_DEADLINE_S:g} s")
+    if joined["error"] is not None:
+        first = str(joined["error"]).strip().splitlines()
+        raise SweepError(f"--ray {address}: cannot join the cluster: {first[0] if first else type(joined['error']).__name__}")
     out: dict[str, Path | BaseException] = {}
     try:
         task = ray.remote(num_cpus=cpus_per_cell, max_retries=0)(_ray_cell)
@@ -153,7 +175,58 @@ def run_sweep(grid: SweepGrid, out_dir: str | Path, cell_runner: CellRunner | No
     if sweep.exists() and not sweep.is_dir():
         raise SweepError(f"{sweep}: not a folder")
     cells = grid.cells()
-    (sweep / "cells").mkdir(parents=True, exist_ok=True)
+    try:
+        (sweep / "cells").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SweepError(f"{sweep}: cannot write the sweep folder ({exc.strerror or exc})") from None
+    with sweep_lock(sweep):
+        return _run_sweep(grid, sweep, cells, runner, ray_address, cpus_per_cell, ray_init, echo)
+
+
+@contextmanager
+def sweep_lock(sweep: Path) -> Iterator[None]:
+    """One sweep per folder: a second one on the same folder is refused (a lock left by a dead sweep is taken)."""
+    lock = sweep / LOCK
+    for _ in range(2):
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            pid = _lock_pid(lock)
+            if pid is not None and _alive(pid):
+                raise SweepError(f"{sweep}: another sweep (pid {pid}) is writing this folder; wait for it to end, "
+                                 "or use another --out") from None
+            lock.unlink(missing_ok=True)  # its sweep died: take the folder over
+            continue
+        with os.fdopen(fd, "w") as f:
+            f.write(str(os.getpid()))
+        break
+    else:
+        raise SweepError(f"{sweep}: cannot take the sweep lock {lock}")
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+
+
+def _lock_pid(lock: Path) -> int | None:
+    try:
+        return int(lock.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _run_sweep(grid: SweepGrid, sweep: Path, cells: list[CellSpec], runner: CellRunner, ray_address: str | None,
+               cpus_per_cell: float, ray_init: Mapping[str, Any] | None, echo: Callable[[str], None]) -> SweepResult:
     write_json(sweep / "sweep.json", {"grid": grid.to_dict(), "cells": [{"cell_id": c.cell_id, **c.config()}
                                                                         for c in cells]})
     res = SweepResult(sweep, cells)
@@ -166,6 +239,7 @@ def run_sweep(grid: SweepGrid, out_dir: str | Path, cell_runner: CellRunner | No
             res.runs[c.cell_id] = run
         else:
             if dirs[c.cell_id].exists():  # left by a crash or kill: start the cell afresh
+                echo(f"{c.cell_id}: unfinished (no sealed run folder, killed or crashed): running it again")
                 shutil.rmtree(dirs[c.cell_id])
             dirs[c.cell_id].mkdir(parents=True)
             todo.append(c)
