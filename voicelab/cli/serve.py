@@ -8,8 +8,10 @@ from typing import Annotated
 import typer
 import uvicorn
 
+from engines.errors import CheckpointError
 from voicelab.cli.common import fail, quiet_pipecat_logs
 from voicelab.gate import GateConfigError
+from voicelab.options import check_engine
 from voicelab.pipeline.config import (
     BARGE_IN_HELP,
     DEFAULT_GREETING,
@@ -36,6 +38,9 @@ def serve(
     greeting: Annotated[str, typer.Option(help="what the bot says when a session starts ('' for nothing)")] = (
         DEFAULT_GREETING),
     max_sessions: Annotated[int, typer.Option(help="concurrent browser sessions; more get a 'busy' message")] = 2,
+    allow_origin: Annotated[list[str] | None, typer.Option(help="a browser origin (https://host:port) admitted "
+                                                           "besides this server's own (repeatable; '*' any)")]
+    = None,
     runs_dir: Annotated[Path, typer.Option(help="each session's run folder goes under this (voicelab report reads "
                                            "it)")] = DEFAULT_RUNS_DIR,
 ) -> None:
@@ -43,8 +48,10 @@ def serve(
     try:
         cfg = PipelineConfig(engine=engine, sampler=sampler, policy=policy, vad=vad, stt=stt, turn=turn,
                              barge_in=barge_in, greeting=greeting)
-        options = ServeOptions(pipeline=cfg, max_sessions=max_sessions, runs_dir=runs_dir)
-    except (PipelineConfigError, GateConfigError, ServeError) as e:
+        check_engine(cfg)  # the same validation as run and sweep
+        options = ServeOptions(pipeline=cfg, max_sessions=max_sessions, runs_dir=runs_dir,
+                               allowed_origins=tuple(allow_origin or ()))
+    except (PipelineConfigError, GateConfigError, ServeError, CheckpointError) as e:
         fail(str(e))
     if not 0 < port < 65536:
         fail(f"port: {port} is not a TCP port")

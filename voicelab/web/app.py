@@ -30,9 +30,11 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
 from loguru import logger
+from pydantic import BaseModel
 
 from voicelab.gate import GateConfigError
 from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
+from voicelab.web.requests import BodyError, CandidatesBody, CloseBody, OfferBody, check_headers, parse_body
 from voicelab.web.session import PipelineFactory, ResourcePool, Session, SessionLimits
 
 STATIC_DIR = Path(__file__).parent / "static"
@@ -57,6 +59,7 @@ class ServeOptions:
     limits: SessionLimits = field(default_factory=SessionLimits)
     static_dir: Path = STATIC_DIR
     loopback_ice: bool | None = None  # offer 127.0.0.1 as an ICE candidate; None: only if it is all we have
+    allowed_origins: tuple[str, ...] = ()  # browser origins admitted besides the server's own ("*": any)
 
     def __post_init__(self) -> None:
         if self.max_sessions < 1:
@@ -264,15 +267,13 @@ def static_files(folder: Path) -> dict[str, Path]:
     return out
 
 
-async def _json_object(request: Request, what: str) -> dict[str, Any]:
-    raw = await request.body()
+async def _body(request: Request, model: type[BaseModel], what: str, allowed_origins: tuple[str, ...]) -> Any:
+    """The request body as `model` (JSON only, own origin, shallow: `voicelab.web.requests`), else ApiError."""
     try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise ApiError(400, f"{what}: body is not JSON") from None
-    if not isinstance(data, dict):
-        raise ApiError(400, f"{what}: body must be a JSON object")
-    return data
+        check_headers(request.headers, request.url.scheme, what, allowed_origins)
+        return parse_body(await request.body(), model, what)
+    except BodyError as e:
+        raise ApiError(e.status, e.message) from None
 
 
 # ---- the app -------------------------------------------------------------------------------------------
@@ -350,21 +351,17 @@ def create_app(options: ServeOptions | None = None, *, pool: ResourcePool | None
 
     @app.post("/api/offer")
     async def offer(request: Request) -> JSONResponse:
-        body = await _json_object(request, "offer")
-        sdp, kind, pc_id = body.get("sdp"), body.get("type"), body.get("pc_id")
-        if not isinstance(sdp, str) or not sdp.strip():
-            raise ApiError(400, "offer: field 'sdp' must be a non-empty string")
-        if kind != "offer":
-            raise ApiError(400, "offer: field 'type' must be 'offer'")
+        body = await _body(request, OfferBody, "offer", opts.allowed_origins)
+        sdp, kind, pc_id = body.sdp, body.type, body.pc_id
         if not sdp.startswith("v=0") or "\nm=audio " not in sdp.replace("\r\n", "\n"):
             raise ApiError(400, "offer: field 'sdp' is not an SDP offer with an audio section (m=audio)")
         if pc_id is not None:  # renegotiation of a running session
-            if not isinstance(pc_id, str) or pc_id not in registry.sessions:
+            if pc_id not in registry.sessions:
                 raise ApiError(404, "offer: no running session has this pc_id")
-            req = SmallWebRTCRequest(sdp=sdp, type=kind, pc_id=pc_id, restart_pc=bool(body.get("restart_pc")))
+            req = SmallWebRTCRequest(sdp=sdp, type=kind, pc_id=pc_id, restart_pc=body.restart_pc)
             answer = await handler.handle_web_request(req, _ignore_connection)
             return JSONResponse(answer)
-        cfg = resolve_config(opts, choices, body.get("request_data"))
+        cfg = resolve_config(opts, choices, body.request_data)
         if not registry.try_reserve():
             n = registry.max_sessions
             raise ApiError(503, f"the demo is busy: {n} of {n} sessions are in use; try again in a minute",
@@ -391,21 +388,12 @@ def create_app(options: ServeOptions | None = None, *, pool: ResourcePool | None
 
     @app.patch("/api/offer")
     async def candidates(request: Request) -> dict[str, Any]:
-        body = await _json_object(request, "candidates")
-        pc_id, cands = body.get("pc_id"), body.get("candidates")
-        if not isinstance(pc_id, str) or pc_id not in registry.sessions:
+        body = await _body(request, CandidatesBody, "candidates", opts.allowed_origins)
+        pc_id = body.pc_id
+        if pc_id not in registry.sessions:
             raise ApiError(404, "candidates: no running session has this pc_id")
-        if not isinstance(cands, list) or len(cands) > MAX_CANDIDATES:
-            raise ApiError(400, f"candidates: field 'candidates' must be a list of at most {MAX_CANDIDATES}")
-        parsed = []
-        for i, c in enumerate(cands):
-            ok = (isinstance(c, dict) and isinstance(c.get("candidate"), str) and len(c["candidate"]) <= 1024
-                  and isinstance(c.get("sdp_mid"), str | None) and isinstance(c.get("sdp_mline_index"), int | None))
-            if not ok:
-                raise ApiError(400, f"candidates: field 'candidates[{i}]' must have candidate (string), "
-                                    "sdp_mid (string) and sdp_mline_index (integer)")
-            parsed.append(IceCandidate(candidate=c["candidate"], sdp_mid=c.get("sdp_mid") or "0",
-                                       sdp_mline_index=c.get("sdp_mline_index") or 0))
+        parsed = [IceCandidate(candidate=c.candidate, sdp_mid=c.sdp_mid or "0", sdp_mline_index=c.sdp_mline_index or 0)
+                  for c in body.candidates]
         try:
             await handler.handle_patch_request(SmallWebRTCPatchRequest(pc_id=pc_id, candidates=parsed))
         except Exception as e:
@@ -414,8 +402,8 @@ def create_app(options: ServeOptions | None = None, *, pool: ResourcePool | None
 
     @app.post("/api/session/close")
     async def close_session(request: Request) -> dict[str, Any]:
-        body = await _json_object(request, "close")
-        session = registry.sessions.get(body.get("pc_id")) if isinstance(body.get("pc_id"), str) else None
+        body = await _body(request, CloseBody, "close", opts.allowed_origins)
+        session = registry.sessions.get(body.pc_id) if body.pc_id is not None else None
         if session is None:
             return {"closing": False}
         session.request_stop("the page was closed")
