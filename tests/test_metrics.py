@@ -19,7 +19,8 @@ from voicelab.measure.metrics import (
 K = EventKind
 SUMMARY_KEYS = {"run_id", "engine", "sampler", "policy", "calls", "turns", "far_ms", "far_breakdown_ms",
                 "stop_latency_ms", "recovery_ms", "heard_text_word_errors", "false_barge_ins", "revisions",
-                "engine_figures", "truth", "false_cut_ins", "stt_wer"}
+                "engine_figures", "truth", "false_cut_ins", "stt_wer", "preemptive", "false_pauses",
+                "pauses", "resume_gap_ms"}
 
 
 def ev(turn: int, ms: float, kind: K, call: str = "c1", **payload: Any) -> Event:

@@ -43,6 +43,9 @@ def run(
                                                  "heard while the bot talks; backchannels pass)"),
     greeting: str = typer.Option(DEFAULT_GREETING, help="what the bot says at call start ('' for nothing)"),
     turn: str = typer.Option("decide", help=TURN_HELP),
+    preemptive: bool = typer.Option(True, help="with --turn decide: start the engine at the VAD stop on the words "
+                                                "heard so far; the reply is held until the turn is confirmed "
+                                                "and regenerated if the final words differ"),
     vad_stop_secs: float = typer.Option(0.12, help="VAD silence before speech counts as stopped (pipecat: 0.2)"),
     vad_start_secs: float = typer.Option(0.2, help="VAD speech before it counts as started"),
     first_chunk_words: int = typer.Option(2, help="phrase shaper: words in a short first chunk"),
@@ -50,6 +53,11 @@ def run(
     max_words: int = typer.Option(14, help="phrase shaper: longest chunk in words"),
     max_hold_ms: float = typer.Option(250.0, help="phrase shaper: longest wait for a cut"),
     keep_leading_ms: float = typer.Option(20.0, help="Piper leading silence kept per chunk (-1: keep all)"),
+    speculative_tts: float = typer.Option(None, metavar="THRESHOLD",
+                                          help="speculative synthesis for revising samplers: text not committed "
+                                               "yet whose positions' confidence is >= THRESHOLD (0-1] goes to "
+                                               "TTS early; its audio plays only if the gate commits it "
+                                               "unchanged, else it is dropped unheard"),
     inject: list[str] = typer.Option(None, help=f"inject a fault (repeatable): {INJECT_HELP}"),
     concurrency: int = typer.Option(1, help="calls played at the same time (each its own pipeline; the engine "
                                             "is shared): a load test"),
@@ -61,8 +69,10 @@ def run(
                               first_min_words=first_chunk_words)
         base = PipelineConfig(engine=engine, sampler=sampler, policy=policy, shaper=shaper, stt=stt, vad=vad,
                               barge_in=barge_in, turn=turn, vad_stop_secs=vad_stop_secs, greeting=greeting,
+                              preemptive=preemptive,
                               vad_start_secs=vad_start_secs,
-                              keep_leading_ms=None if keep_leading_ms < 0 else keep_leading_ms)
+                              keep_leading_ms=None if keep_leading_ms < 0 else keep_leading_ms,
+                              speculative_tts=speculative_tts)
         configs = default_matrix(base) if matrix else [base]
         faults = parse_faults(inject or [])
         if concurrency < 1:

@@ -255,6 +255,16 @@ def _turn_row(call_id: str, turn: int, evs: list[Event]) -> dict[str, Any]:
                           if e.turn == turn and e.kind == K.STT_FINAL).strip()
     stt_finals = any(e.turn == turn and e.kind == K.STT_FINAL for e in evs)
     reply = [e for e in evs if e.turn == turn and e.kind not in (K.CALLER_SPEECH_START, K.CALLER_SPEECH_END)]
+    # preemptive generation: hit when a reply started before the turn end was kept; miss when all were dropped
+    outcomes = [e for e in reply if e.kind == K.PREEMPT_RESULT]
+    preempt = None
+    if outcomes:
+        preempt = "hit" if any(e.payload.get("outcome") == "hit" for e in outcomes) else "miss"
+    wasted = sum(float(e.payload.get("wasted_engine_ms") or 0.0) for e in outcomes)
+    misses = [e.t_ns for e in outcomes if e.payload.get("outcome") == "miss"]
+    if misses:  # a withdrawn reply's steps never reached the caller: time the reply that did
+        stale = (K.LLM_REQUEST, K.GATE_COMMIT, K.TTS_REQUEST, K.TTS_FIRST_AUDIO, K.ENGINE_SNAPSHOT, K.ENGINE_DONE)
+        reply = [e for e in reply if not (e.kind in stale and e.t_ns < max(misses))]
 
     # the reply's acoustic onset; rows the output side could not attribute (turn -1) are matched by time
     onset_e = _first(reply, K.BOT_AUDIBLE_ONSET)
@@ -281,6 +291,10 @@ def _turn_row(call_id: str, turn: int, evs: list[Event]) -> dict[str, Any]:
         tts_first_e = _first(reply, K.TTS_FIRST_AUDIO)
     tts_first = _t(tts_first_e)
 
+    # the parts follow the critical path: a step that ran ahead of the previous one (a preemptive reply
+    # generated while the turn was being decided) costs nothing on it, so the parts still add up to FAR
+    turn_end, stt_end, commit, tts_req_t, tts_first = _monotone(speech_end, turn_end, stt_end, commit,
+                                                                _t(tts_req_e), tts_first, onset)
     far = _ms(speech_end, onset)
     stop = None
     if expect == "interrupt" and speech_start is not None:
@@ -299,14 +313,16 @@ def _turn_row(call_id: str, turn: int, evs: list[Event]) -> dict[str, Any]:
         # the bot's audio started inside the caller's speech of this turn: a reply to half a sentence
         "false_cut_in": (onset is not None and speech_start is not None and speech_end is not None
                          and speech_start <= onset < speech_end),
+        "preemptive": preempt,
+        "preempt_wasted_ms": _r(wasted) if preempt is not None else None,
         "stt_text": heard_text if stt_finals else None,
         "stt_wer": (_r(word_error_rate(said, heard_text), 3)
                     if stt_finals and isinstance(said, str) and said else None),
         "endpointing_ms": _r(_ms(speech_end, turn_end)),
         "stt_ms": _r(_ms(turn_end, stt_end)),
-        "engine_first_commit_ms": _r(_ms(llm_request, commit)),
-        "gate_to_tts_ms": _r(_ms(commit, _t(tts_req_e))),
-        "tts_first_audio_ms": _r(_ms(_t(tts_req_e), tts_first)),
+        "engine_first_commit_ms": _r(_ms(stt_end, commit)),
+        "gate_to_tts_ms": _r(_ms(commit, tts_req_t)),
+        "tts_first_audio_ms": _r(_ms(tts_req_t, tts_first)),
         "playout_ms": _r(_ms(tts_first, onset)),
         "stop_latency_ms": _r(stop),
         "recovery_ms": _r(far) if expect == "interrupt" else None,
@@ -318,6 +334,7 @@ def _turn_row(call_id: str, turn: int, evs: list[Event]) -> dict[str, Any]:
         "post_synthesis": None if rev is None else rev.post_synthesis,
         "audible": None if rev is None else rev.audible,
         "first_snapshot_ms": _r(_ms(llm_request, _t(_first(reply, K.ENGINE_SNAPSHOT)))),
+        "first_commit_ms": _r(_ms(llm_request, _t(commit_e))),  # the engine's own, off the critical path
         "engine_ms": _r(_ms(llm_request, _t(done_e))),
         "tokens": None if done_e is None else done_e.payload.get("tokens"),
         "steps": None if done_e is None else done_e.payload.get("steps"),
@@ -326,6 +343,20 @@ def _turn_row(call_id: str, turn: int, evs: list[Event]) -> dict[str, Any]:
         "chunks": sum(1 for e in reply if e.kind == K.GATE_COMMIT),
         "errors": sum(1 for e in reply if e.kind == K.ERROR),
     }
+
+
+def _monotone(start: int | None, *points: int | None) -> list[int | None]:
+    """Each point no earlier than the one before it (None stays None and does not constrain)."""
+    out: list[int | None] = []
+    prev = start
+    for p in points[:-1]:  # the last point (the onset) only bounds, it is not returned
+        if p is not None and prev is not None:
+            p = max(p, prev)
+        if p is not None and points[-1] is not None:
+            p = min(p, points[-1])
+        out.append(p)
+        prev = p if p is not None else prev
+    return out
 
 
 def _false_barge_ins(evs: list[Event]) -> set[int]:
@@ -436,6 +467,9 @@ def summarize(events: Iterable[Event], config: Mapping[str, Any],
         "resume_gap_ms": latency_stats(_vals(rows, "resume_gap_ms")),
         "false_cut_ins": sum(1 for r in rows if r["false_cut_in"]),
         "stt_wer": _wer_stats(_vals(rows, "stt_wer")),
+        "preemptive": {"hit": sum(1 for r in rows if r.get("preemptive") == "hit"),
+                       "miss": sum(1 for r in rows if r.get("preemptive") == "miss"),
+                       "wasted_engine_ms": _r(sum(r.get("preempt_wasted_ms") or 0.0 for r in rows))},
         "revisions": {
             "churn": _sum_or_none(_vals(rev_rows, "churn")),
             "post_synthesis": _sum_or_none(_vals(rev_rows, "post_synthesis")),
@@ -445,7 +479,7 @@ def summarize(events: Iterable[Event], config: Mapping[str, Any],
                                       if audible is not None and spoken > 0 else None),
         },
         "engine_figures": {
-            "first_commit_ms_p50": _r(percentile(_vals(rows, "engine_first_commit_ms"), 50)),
+            "first_commit_ms_p50": _r(percentile(_vals(rows, "first_commit_ms"), 50)),
             "tokens_per_s": _r(tokens / seconds, 2) if tokens and seconds > 0 else None,
             "forwards_per_token": _r(forwards / tokens, 3) if tokens and forwards else None,
         },

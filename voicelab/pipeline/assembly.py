@@ -41,8 +41,11 @@ from voicelab.pipeline.gate_processor import GateProcessor
 from voicelab.pipeline.greeting import GreetingProcessor
 from voicelab.pipeline.llm_service import EngineLLMService
 from voicelab.pipeline.observers import EventObserver
+from voicelab.pipeline.preempt_hold import PreemptHold
 from voicelab.pipeline.recording_output import RecordingOutput
 from voicelab.pipeline.resources import Resources
+from voicelab.pipeline.speculative_gate import SpeculativeGateProcessor
+from voicelab.pipeline.speculative_tts import SpeculativePiperTTSService
 from voicelab.pipeline.stt_pocketsphinx import PocketsphinxSTTService, TranscriptSTTService
 from voicelab.pipeline.stt_whisper import SharedRecognizer, WhisperSTTService, load_recognizer
 from voicelab.pipeline.tts_piper import PiperTTSService
@@ -92,11 +95,14 @@ class Core:
     asst_agg: Any
     tools: list[dict[str, Any]]
     greeting: Any = None  # GreetingProcessor, between the engine and the gate (None: no greeting)
+    hold: Any = None  # PreemptHold after the TTS (None: no preemptive generation)
 
     @property
     def middle(self) -> list[Any]:
-        """user aggregator -> engine -> [greeting] -> gate -> TTS: between the STT and the output transport."""
-        return [p for p in (self.user_agg, self.llm, self.greeting, self.gate, self.tts) if p is not None]
+        """user aggregator -> engine -> [greeting] -> gate -> TTS -> [hold]: between the STT and the output
+        transport."""
+        return [p for p in (self.user_agg, self.llm, self.greeting, self.gate, self.tts, self.hold)
+                if p is not None]
 
 
 def build_core(cfg: PipelineConfig, log: CallLog, *, engine: EngineLike, voice: Any, vad: Any = None,
@@ -114,15 +120,26 @@ def build_core(cfg: PipelineConfig, log: CallLog, *, engine: EngineLike, voice: 
             user_turn_strategies=strategies if strategies is not None else turn_strategies(cfg),
             user_turn_stop_timeout=3.0),
     )
-    llm = EngineLLMService(engine, log)
+    llm = EngineLLMService(engine, log, preemptive=cfg.preemptive, context=context)
     tools: list[dict[str, Any]] = []
 
-    def tool_handler(call: ToolCall, turn: int) -> None:
+    def execute(call: ToolCall, turn: int) -> None:
         tools.append({"turn": turn, **call.to_payload()})
         llm.remember_tool_call(call.raw)
 
-    gate = GateProcessor(log, cfg.policy, cfg.shaper, tool_handler=tool_handler)
-    make_tts = tts_factory or PiperTTSService
+    def tool_handler(call: ToolCall, turn: int) -> None:
+        if llm.holding:  # a preemptive reply: act only once the turn confirms it
+            llm.run_when_released(lambda: execute(call, turn))
+        else:
+            execute(call, turn)
+
+    if cfg.speculative_tts is None:
+        gate = GateProcessor(log, cfg.policy, cfg.shaper, tool_handler=tool_handler)
+        make_tts = tts_factory or PiperTTSService
+    else:  # confident uncommitted text is synthesized early and held (voicelab.speculative)
+        gate = SpeculativeGateProcessor(log, cfg.policy, cfg.shaper, tool_handler=tool_handler,
+                                        threshold=cfg.speculative_tts)
+        make_tts = tts_factory or SpeculativePiperTTSService
     tts = make_tts(voice=voice, log=log, sample_rate=cfg.sample_rate, keep_leading_ms=cfg.keep_leading_ms)
 
     @asst_agg.event_handler("on_assistant_turn_stopped")
@@ -131,7 +148,8 @@ def build_core(cfg: PipelineConfig, log: CallLog, *, engine: EngineLike, voice: 
                 {"content": message.content, "interrupted": bool(message.interrupted)})
 
     greeting = GreetingProcessor(cfg.greeting) if cfg.greeting.strip() else None
-    return Core(context, user_agg, llm, gate, tts, asst_agg, tools, greeting)
+    hold = PreemptHold() if cfg.preemptive else None
+    return Core(context, user_agg, llm, gate, tts, asst_agg, tools, greeting, hold)
 
 
 async def run_call(fixture: Fixture, cfg: PipelineConfig, res: Resources, call_id: str, *,
@@ -148,7 +166,7 @@ async def run_call(fixture: Fixture, cfg: PipelineConfig, res: Resources, call_i
     limits = limits or Limits()
     sr = cfg.sample_rate
     log = CallLog(call_id, writer)
-    scheduler = fixture.scheduler(no_reply_timeout_s=cfg.no_reply_timeout_s)
+    scheduler = fixture.scheduler(no_reply_timeout_s=cfg.no_reply_timeout_s, greeting=bool(cfg.greeting.strip()))
     recorder = CallRecorder(sr, seconds=30.0)
     script_s = sum(t.duration_s + t.start.delay_s for t in fixture.turns)
     call_limit_s = limits.call_limit_s(script_s, len(fixture.turns), cfg.no_reply_timeout_s)

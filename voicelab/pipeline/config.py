@@ -48,10 +48,14 @@ class PipelineConfig:
     vad_stop_secs: float = 0.12  # lever: pipecat defaults to 0.2; smart-turn guards mid-sentence pauses
     barge_in: str = "pause"  # measured (issue 11): stop 247 ms, 0 false barge-ins; words:3 stopped in ~780 ms
     turn: str = "decide"
+    preemptive: bool = True  # start the engine at the VAD stop; held until the turn is confirmed
     sample_rate: int = 16000
     keep_leading_ms: float | None = 20.0  # Piper's leading silence kept before each chunk
     no_reply_timeout_s: float = 6.0
     greeting: str = DEFAULT_GREETING  # spoken at call start (voicelab.pipeline.greeting); "" for none
+    # speculative synthesis (voicelab.speculative): uncommitted text whose positions' confidence passes this
+    # goes to TTS early, its audio held until the gate commits it unchanged; None: off
+    speculative_tts: float | None = None
     seed: int = 0
     label: str | None = None
 
@@ -69,6 +73,8 @@ class PipelineConfig:
             raise PipelineConfigError(f"vad_start_secs: {self.vad_start_secs} is not in (0, 1]")
         if self.sample_rate != 16000:
             raise PipelineConfigError("sample_rate: the pipeline runs at 16000 Hz (Silero, smart-turn, pocketsphinx)")
+        if self.speculative_tts is not None and not 0.0 < self.speculative_tts <= 1.0:
+            raise PipelineConfigError(f"speculative_tts: {self.speculative_tts} is not a confidence in (0, 1]")
 
     def barge_in_words(self) -> int | None:
         """None for VAD or pause barge-in, else the word count."""
@@ -105,7 +111,8 @@ class PipelineConfig:
             return self.label
         policy = self.policy.replace(":", "")
         sampler = self.sampler or {"diffusion": "threshold", "ar": "autoregressive"}.get(self.engine, "default")
-        return "-".join([self.engine_label(), sampler, policy])
+        spec = [f"spec{self.speculative_tts:g}"] if self.speculative_tts is not None else []
+        return "-".join([self.engine_label(), sampler, policy, *spec])
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -31,10 +31,33 @@ class SnapshotFrame(DataFrame):
 
 @dataclass
 class ChunkTextFrame(AggregatedTextFrame):
-    """A committed chunk for TTS; `chunk_id` is unique within the call, `turn` is the reply turn."""
+    """A committed chunk for TTS; `chunk_id` is unique within the call, `turn` is the reply turn.
+
+    `speculative_id`: the `SpeculativeTextFrame` whose held audio says exactly this chunk (play that, do not
+    synthesize again); None when there is none."""
 
     chunk_id: int = 0
     turn: int = -1
+    speculative_id: int | None = None
+
+
+@dataclass
+class SpeculativeTextFrame(DataFrame):
+    """A chunk the gate has not committed yet (`voicelab.speculative`): synthesize it and hold the audio.
+
+    Held audio is never played on its own: only a `ChunkTextFrame` with this `spec_id` plays it."""
+
+    spec_id: int = 0
+    text: str = ""
+    turn: int = -1
+
+
+@dataclass
+class SpeculativeDropFrame(DataFrame):
+    """Throw away the held audio of `spec_id` (its text was revised, the gate cut elsewhere, the reply ended)."""
+
+    spec_id: int = 0
+    reason: str = ""
 
 
 @dataclass
@@ -72,3 +95,24 @@ class PlayoutResumeFrame(SystemFrame):
     """Continue the paused playout where it stopped (it was a backchannel, a cough or nothing)."""
 
     reason: str = ""
+
+
+@dataclass
+class PreemptFrame(DataFrame):
+    """The turn-end strategy's best transcript of a turn not confirmed yet: the engine may start on it."""
+
+    text: str = ""
+
+
+@dataclass
+class HoldFrame(DataFrame):
+    """Everything after this frame belongs to a preemptive reply: hold it before the speaker."""
+
+    gen_id: int = 0
+
+
+@dataclass
+class ReleaseFrame(DataFrame):
+    """The turn was confirmed with the words the held reply answers: let it play."""
+
+    gen_id: int = 0

@@ -7,6 +7,14 @@ snapshot (fed it and pinned what it released), so pinning takes effect before th
 released text. An `InterruptionFrame` cancels the task running the generation (pipecat does that to every
 processor's process task); the `finally` cancels the generation, which stops within one step.
 
+Preemptive generation: a `PreemptFrame` (the turn-end strategy's transcript at the VAD stop, before the turn
+is confirmed) starts a generation at once, in a task of its own, marked by a `HoldFrame` so that
+`voicelab.pipeline.preempt_hold.PreemptHold` keeps everything it produces from the speaker. When the turn's
+`LLMContextFrame` arrives, its last user message decides: the same words (after normalisation) release the
+held reply (`hit`: no second generation); other words withdraw it (`miss`: the generation is cancelled, an
+`InterruptionFrame` flushes the gate, the TTS and the hold, and the engine starts again on the final words).
+Tool calls of a held reply wait for the release. Outcomes are logged as `preempt_result` rows.
+
 Engine events (`llm_request`, `engine_snapshot`, `engine_done`, `error`) are logged with the reply turn
 fixed when the request started. An engine that raises mid-stream is logged as an `error` row; the reply
 ends there and the call carries on.
@@ -15,11 +23,15 @@ ends there and the call carries on.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from pipecat.frames.frames import (
     Frame,
+    InterruptionFrame,
     LLMContextFrame,
     LLMFullResponseEndFrame,
     LLMFullResponseStartFrame,
@@ -33,7 +45,8 @@ from engines.protocol import EngineLike, ReportsUsage
 from engines.snapshot import Snapshot
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind, snapshot_payload
-from voicelab.pipeline.frames import SnapshotFrame
+from voicelab.pipeline.frames import HoldFrame, PreemptFrame, ReleaseFrame, SnapshotFrame
+from voicelab.speech.wer import comparable_words
 
 K = EventKind
 
@@ -71,10 +84,27 @@ def with_tool_spans(messages: list[dict[str, str]], memory: dict[str, list[str]]
     return out
 
 
+def same_words(a: str, b: str) -> bool:
+    """Two transcripts say the same thing (case, punctuation and number spelling aside)."""
+    return comparable_words(a) == comparable_words(b)
+
+
+@dataclass
+class _Pending:
+    """A preemptive generation waiting for its turn to be confirmed."""
+
+    gen_id: int
+    text: str
+    turn: int
+    started_ns: int
+    task: asyncio.Task[None]
+
+
 class EngineLLMService(LLMService):
     """Runs `engine.generate(messages)` per LLM request; see the module doc."""
 
-    def __init__(self, engine: EngineLike, log: CallLog, *, ack_timeout_s: float = 2.0, **kwargs: Any) -> None:
+    def __init__(self, engine: EngineLike, log: CallLog, *, ack_timeout_s: float = 2.0, preemptive: bool = False,
+                 context: LLMContext | None = None, **kwargs: Any) -> None:
         settings = LLMSettings(model=str(getattr(engine, "name", "engine")), system_instruction=None,
                                temperature=None, max_tokens=None, top_p=None, top_k=None,
                                frequency_penalty=None, presence_penalty=None, seed=None,
@@ -89,26 +119,102 @@ class EngineLLMService(LLMService):
         self._ack_timeout_s = ack_timeout_s
         self._gen_ids = itertools.count(1)
         self.generations = 0
+        self.preemptive = preemptive
+        self.context: LLMContext | None = context  # the call's context (read at a preemptive start)
+        self._pending: _Pending | None = None
+        self._held_actions: list[Callable[[], None]] = []
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         await super().process_frame(frame, direction)
-        if isinstance(frame, LLMContextFrame):
-            await self._generate(frame.context)
+        if isinstance(frame, PreemptFrame):
+            if self.preemptive:
+                await self._preempt(frame.text)
+        elif isinstance(frame, LLMContextFrame):
+            if not await self._confirm(frame.context):
+                await self._generate(frame.context)
         else:
+            if isinstance(frame, InterruptionFrame) and self._pending is not None:
+                await self._withdraw(self._pending, "", notify=False)  # a barge-in: the held reply goes too
             await self.push_frame(frame, direction)
+
+    # ---- preemptive generation ----------------------------------------------------------------------
+
+    @property
+    def holding(self) -> bool:
+        """A preemptive reply is running and not confirmed: its tool calls must wait."""
+        return self._pending is not None
+
+    def run_when_released(self, action: Callable[[], None]) -> None:
+        """Defer a side effect (a tool call) of the held reply until the turn confirms it."""
+        self._held_actions.append(action)
+
+    async def _preempt(self, text: str) -> None:
+        text = text.strip()
+        p = self._pending
+        if p is not None and same_words(p.text, text):
+            return
+        if p is not None:  # newer words, or the caller went on: that answer is stale
+            await self._withdraw(p, text)
+        if not text or self.context is None:
+            return
+        messages = with_tool_spans(chat_messages(self.context), self.tool_memory)
+        if messages and messages[-1]["role"] == "user":
+            messages[-1] = {"role": "user", "content": f"{messages[-1]['content']} {text}"}
+        else:
+            messages.append({"role": "user", "content": text})
+        log = self._log
+        turn = log.caller_turn_at(log.now_ns())
+        gen_id = next(self._gen_ids)
+        log.log(K.PREEMPT_START, turn, {"gen_id": gen_id, "text": text})
+        await self.push_frame(HoldFrame(gen_id=gen_id))
+        task = self.create_task(self._run(messages, turn, gen_id), name=f"preempt-{gen_id}")
+        self._pending = _Pending(gen_id, text, turn, log.now_ns(), task)
+
+    async def _confirm(self, context: LLMContext) -> bool:
+        """The turn is confirmed: True when the held reply answers its words (and is released)."""
+        p = self._pending
+        if p is None:
+            return False
+        final = next((m["content"] for m in reversed(chat_messages(context)) if m["role"] == "user"), "")
+        if not same_words(p.text, final):
+            await self._withdraw(p, final)
+            return False
+        self._pending = None
+        self._log.reply_turn = self._log.request_turn = p.turn
+        self._log.log(K.PREEMPT_RESULT, p.turn, {"gen_id": p.gen_id, "outcome": "hit", "text": p.text,
+                                                 "final": final, "wasted_engine_ms": 0.0})
+        actions, self._held_actions = self._held_actions, []
+        for act in actions:
+            act()
+        await self.push_frame(ReleaseFrame(gen_id=p.gen_id))
+        return True
+
+    async def _withdraw(self, p: _Pending, final: str, notify: bool = True) -> None:
+        """Cancel a stale preemptive reply; with `notify`, flush what it left downstream."""
+        self._pending = None
+        self._held_actions.clear()
+        p.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await p.task
+        wasted = (self._log.now_ns() - p.started_ns) / 1e6
+        self._log.log(K.PREEMPT_RESULT, p.turn, {"gen_id": p.gen_id, "outcome": "miss", "text": p.text,
+                                                 "final": final, "wasted_engine_ms": round(wasted, 1)})
+        if notify:
+            await self.push_frame(InterruptionFrame())
 
     def remember_tool_call(self, raw: str) -> None:
         """Called by the tool handler for each tool call of the reply being generated."""
         self.tool_memory.setdefault(self.current_user, []).append(raw)
 
     async def _generate(self, context: LLMContext) -> None:
-        log = self._log
-        turn = log.reply_turn
-        log.request_turn = turn
         messages = with_tool_spans(chat_messages(context), self.tool_memory)
+        await self._run(messages, self._log.reply_turn, next(self._gen_ids))
+
+    async def _run(self, messages: list[dict[str, str]], turn: int, gen_id: int) -> None:
+        log = self._log
+        log.request_turn = turn
         last_user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
         self.current_user = last_user
-        gen_id = next(self._gen_ids)
         self.generations += 1
         log.log(K.LLM_REQUEST, turn, {"messages": len(messages), "text": last_user, "gen_id": gen_id})
         steps = 0

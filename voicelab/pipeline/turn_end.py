@@ -6,7 +6,13 @@ stop it asks smart-turn once for P(complete) from the audio and the decision mod
 words recognised so far (again whenever a newer transcript arrives). Every `tick_ms` it hands both, with
 the silence so far, to the pure rule `engines.turn_policy.decide_turn`, whose documented thresholds say how
 much silence those scores need (200 ms when both say complete, up to 2.5 s when neither does). The
-silence counts from the caller's estimated speech end: the VAD stop minus its `stop_secs`.
+silence counts from the caller's estimated speech end: the VAD stop minus its `stop_secs`; every wait
+longer than the floor also covers the VAD's `start_secs`, since resumed speech shows only that late.
+
+With `preemptive`, the strategy also tells the engine what it has heard before the turn is confirmed: at
+the VAD stop (the words recognised so far) and again when a final transcript lands while the rule still
+waits, it pushes a `PreemptFrame`; a VAD start withdraws it (an empty `PreemptFrame`). Only while
+pipecat's user turn is open: a backchannel under the bot's reply never starts an answer.
 
 Once the rule says END the turn ends as soon as the final transcript is in (the context needs the words;
 with streamed Whisper it lands about when smart-turn answers). A VAD start before that discards the
@@ -34,9 +40,10 @@ from pipecat.turns.types import ProcessFrameResult
 from pipecat.turns.user_stop.base_user_turn_stop_strategy import BaseUserTurnStopStrategy
 
 from engines.decision import DecisionModel
-from engines.turn_policy import TurnAction, TurnThresholds, decide_turn, text_p_complete
+from engines.turn_policy import TurnAction, TurnDecision, TurnThresholds, required_silence_ms, text_p_complete
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind
+from voicelab.pipeline.frames import PreemptFrame
 
 K = EventKind
 
@@ -46,7 +53,7 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
 
     def __init__(self, *, analyzer: LocalSmartTurnAnalyzerV3, decision: DecisionModel | None,
                  log: CallLog | None = None, thresholds: TurnThresholds | None = None, tick_ms: float = 50.0,
-                 **kwargs: Any) -> None:
+                 preemptive: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._analyzer = analyzer
         self._decision = decision
@@ -54,6 +61,7 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
         self._th = thresholds or TurnThresholds()
         self._tick_s = tick_ms / 1000.0
         self._speaking = False
+        self._start_secs = 0.2  # the VAD's start window (updated from its frames)
         self._speech_end: float | None = None  # monotonic estimate of the caller's speech end
         self._audio_p: float | None = None
         self._text = ""  # the latest transcript of this turn (interim or final)
@@ -62,6 +70,9 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
         self._scored_text: str | None = None
         self._ended = False  # the rule said END for the current silence
         self._task: asyncio.Task[None] | None = None
+        self._preemptive = preemptive
+        self._turn_open = False  # pipecat's user turn is open
+        self._preempted: str | None = None  # the words the engine was last told
 
     async def setup(self, setup: FrameProcessorSetup) -> None:
         await super().setup(setup)
@@ -74,9 +85,12 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
 
     async def handle_user_turn_started(self) -> None:
         await self._new_turn()
+        self._turn_open = True
 
     async def handle_user_turn_stopped(self) -> None:
         await self._new_turn()
+        self._turn_open = False
+        self._preempted = None
         self._analyzer.clear()
 
     async def _new_turn(self) -> None:
@@ -101,17 +115,21 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
             self._analyzer.append_audio(frame.audio, self._speaking)
         elif isinstance(frame, VADUserStartedSpeakingFrame):
             self._analyzer.update_vad_start_secs(frame.start_secs)
+            self._start_secs = frame.start_secs
             self._speaking = True
             await self._resume()
+            await self._preempt("")  # the caller goes on: an answer started on the words so far is stale
         elif isinstance(frame, VADUserStoppedSpeakingFrame):
             self._speaking = False
             self._speech_end = time.monotonic() - frame.stop_secs
             await self._stop_ticking()
+            await self._preempt(self._text)
             self._task = self.task_manager.create_task(self._decide(), f"{self}::decide")
         elif isinstance(frame, TranscriptionFrame):
             self._final = f"{self._final} {frame.text}".strip()
             self._text = self._final
-            await self._maybe_trigger()
+            if not await self._maybe_trigger() and not self._speaking:
+                await self._preempt(self._final)
         elif isinstance(frame, InterimTranscriptionFrame):
             self._text = f"{self._final} {frame.text}".strip()
         return ProcessFrameResult.CONTINUE
@@ -124,11 +142,16 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
         while not self._speaking:
             await self._score_text()
             silence_ms = (time.monotonic() - (self._speech_end or time.monotonic())) * 1000.0
-            verdict = decide_turn(silence_ms, self._audio_p, self._text_p, self._th)
+            need, why = required_silence_ms(self._audio_p, self._text_p, self._th)
+            if need > self._th.floor_ms:
+                # speech that resumes is seen only `start_secs` later (the VAD waits for that much of it):
+                # a wait meant to outlast a pause must outlast the pause plus that lag
+                need += self._start_secs * 1000.0
+            verdict = TurnDecision(TurnAction.END if silence_ms >= need else TurnAction.WAIT, need, why)
             if verdict.action == TurnAction.END and not self._ended:
                 self._ended = True
                 if self._log is not None:
-                    self._log.log(K.TURN_DECISION, None, {
+                    self._log.log(K.TURN_DECISION, self._log.caller_turn_at(self._log.now_ns()), {
                         "audio_p": _r(self._audio_p), "text_p": _r(self._text_p), "text": self._text,
                         "silence_ms": round(silence_ms, 1), "required_ms": verdict.required_ms,
                         "reason": verdict.reason})
@@ -144,11 +167,22 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
         if text == self._text:  # a newer transcript may have landed meanwhile
             self._text_p = text_p_complete(d.answer, d.confidence)
 
-    async def _maybe_trigger(self) -> None:
-        """The rule said END and the words are in: end the turn."""
+    async def _maybe_trigger(self) -> bool:
+        """The rule said END and the words are in: end the turn (True when it did)."""
         if self._ended and self._final and not self._speaking:
             self._ended = False
             await self.trigger_user_turn_stopped()
+            return True
+        return False
+
+    async def _preempt(self, text: str) -> None:
+        """Tell the engine the words heard so far ('' withdraws what it was told)."""
+        if not self._preemptive or not self._turn_open:
+            return
+        if text == (self._preempted or "") or (not text and self._preempted is None):
+            return
+        self._preempted = text or None
+        await self.push_frame(PreemptFrame(text=text))
 
 
 def _r(p: float | None) -> float | None:

@@ -92,7 +92,8 @@ def turn_strategies(cfg: PipelineConfig, *, decision: DecisionModel | None = Non
     if kind == "decide":
         # smart-turn's own silence fallback is set past the rule's cap: the rule ends every turn
         analyzer = LocalSmartTurnAnalyzerV3(params=SmartTurnParams(stop_secs=TurnThresholds().cap_ms / 1000 + 1))
-        stop: list[Any] = [DecidingTurnStopStrategy(analyzer=analyzer, decision=decision, log=log)]
+        stop: list[Any] = [DecidingTurnStopStrategy(analyzer=analyzer, decision=decision, log=log,
+                                                    preemptive=cfg.preemptive)]
     elif kind == "smart":
         analyzer = LocalSmartTurnAnalyzerV3(params=SmartTurnParams(stop_secs=timeout))
         stop = [TurnAnalyzerUserTurnStopStrategy(turn_analyzer=analyzer)]
