@@ -91,12 +91,15 @@ def config_record(cfg: PipelineConfig, engine: EngineLike, fixtures: Sequence[Fi
     }
 
 
-def finish_run(folder: RunFolder, events: list[Event], meta: Mapping[str, Any]) -> dict[str, Any]:
-    """turns.csv, the truth figures, the Parquet tables, then summary.json (the seal). Returns the summary."""
+def finish_run(folder: RunFolder, events: list[Event], meta: Mapping[str, Any],
+               extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """turns.csv, the truth figures, the Parquet tables, then summary.json (the seal). Returns the summary.
+    `extra` adds figures only some runs have (a live session's client-side figures)."""
     folder.write_turns_csv(turn_table(events))
     truth, note = truth_rows(folder.path)
     summary = summarize(events, {"run_id": folder.run_id, **dict(meta)}, truth=truth)
     summary["price"] = price_summary(events, json.loads((folder.path / CONFIG).read_text(encoding="utf-8")))
+    summary.update(extra or {})
     notes = [n for n in (note, _write_tables(folder.path, events, truth)) if n]
     folder.write_notes(notes)
     folder.seal(summary)

@@ -59,6 +59,7 @@ class ServeOptions:
     limits: SessionLimits = field(default_factory=SessionLimits)
     static_dir: Path = STATIC_DIR
     loopback_ice: bool | None = None  # offer 127.0.0.1 as an ICE candidate; None: only if it is all we have
+    runs_dir: Path | None = None  # each session writes its run folder under it (None: sessions leave none)
     allowed_origins: tuple[str, ...] = ()  # browser origins admitted besides the server's own ("*": any)
 
     def __post_init__(self) -> None:
@@ -380,7 +381,7 @@ def create_app(options: ServeOptions | None = None, *, pool: ResourcePool | None
             registry.release()
             raise ApiError(500, "offer: no WebRTC connection was made")
         session = Session(connections[0], cfg, resources, limits=opts.limits, on_finished=registry.remove,
-                          pipeline_factory=pipeline_factory)
+                          pipeline_factory=pipeline_factory, runs_dir=opts.runs_dir)
         registry.add(session)
         session.start()
         logger.info(f"session {session.pc_id} started ({len(registry.sessions)}/{registry.max_sessions})")

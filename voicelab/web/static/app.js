@@ -15,6 +15,8 @@
   const KEEPALIVE_MS = 2000;
   const ICE_GATHER_WAIT_MS = 1500;
   const READY_TIMEOUT_MS = 30000; // the server gives up on a browser that has not connected by then too
+  const CLOCK_PINGS = 5; // ping/pong round trips right after the data channel opens (clock offset)
+  const CLOCK_PING_GAP_MS = 200;
 
   // Public, read-only view of what the page measured (the browser test reads it).
   const stats = {
@@ -26,6 +28,8 @@
     botOnsets: 0,
     micSpeechEnds: 0,
     clientFarMs: [],
+    clientReports: [], // what was sent to the server with each client FAR
+    clockSamples: 0, // ping/pong round trips reported for the clock offset
     serverFarMs: [],
     lastError: null,
     timeline: [], // recent [performance.now() ms, what] pairs, for debugging a measurement
@@ -178,7 +182,7 @@
       if (end !== null && end > pairedEnd && onsetT > end) {
         pairedEnd = end;
         micEnd = null;
-        recordClientFar(onsetT - end);
+        recordClientFar(onsetT - end, end, onsetT);
       }
     }, POLL_MS);
   }
@@ -219,8 +223,10 @@
       dc.onopen = () => {
         mark("data channel open");
         dc.send(JSON.stringify({ type: "hello", agent: navigator.userAgent }));
+        for (let i = 0; i < CLOCK_PINGS; i++) setTimeout(() => sendPing(dc), CLOCK_PING_GAP_MS * i);
         s.keepalive = setInterval(() => {
           if (dc.readyState === "open") dc.send(JSON.stringify({ type: "keepalive" }));
+          sendPing(dc); // one more clock sample: the least round trip of the session wins
         }, KEEPALIVE_MS);
       };
       pc.addTransceiver(s.stream.getAudioTracks()[0], { direction: "sendrecv" });
@@ -279,6 +285,11 @@
       await stop(null);
       setStatus("error", stats.lastError);
     }
+  }
+
+  // The server answers a ping with its call clock; the page reports the round trip (clock offset, NTP-style).
+  function sendPing(dc) {
+    if (dc.readyState === "open") dc.send(JSON.stringify({ type: "ping", t: performance.now() }));
   }
 
   function gatheringDone(pc, waitMs) {
@@ -349,6 +360,7 @@
 
   // ---------------------------------------------------------------- server messages
   function onServerMessage(data) {
+    const receivedAt = performance.now(); // before parsing: a pong's round trip ends here
     let msg;
     try {
       msg = JSON.parse(data);
@@ -357,7 +369,7 @@
     }
     if (!msg || msg.source !== "voicelab") return; // RTVI and signalling messages are not ours
     stats.serverMessages += 1;
-    if (msg.type !== "canvas") mark(`message ${msg.type}${msg.state ? " " + msg.state : ""}${msg.speaking != null ? " speaking=" + msg.speaking : ""}`);
+    if (msg.type !== "canvas" && msg.type !== "pong") mark(`message ${msg.type}${msg.state ? " " + msg.state : ""}${msg.speaking != null ? " speaking=" + msg.speaking : ""}`);
     switch (msg.type) {
       case "status":
         setStatus(msg.state, msg.detail);
@@ -391,6 +403,12 @@
         break;
       case "tool":
         showTool(msg);
+        break;
+      case "pong":
+        if (session && session.dc && session.dc.readyState === "open") {
+          session.dc.send(JSON.stringify({ type: "clock", page_send_ms: msg.t, page_recv_ms: receivedAt, server_ms: msg.server_ms }));
+          stats.clockSamples += 1;
+        }
         break;
       case "notice":
         console.warn(`voicelab: ${msg.message}`);
@@ -566,7 +584,7 @@
     updateDelta(t);
   }
 
-  function recordClientFar(ms) {
+  function recordClientFar(ms, micEnd, botOnset) {
     stats.clientFarMs.push(ms);
     $("far-client").textContent = fmt(ms);
     // The reply heard now answers the latest turn the server announced that has no client figure.
@@ -574,11 +592,32 @@
     for (const [turn, t] of turns) {
       if (t.row && t.client == null && (target === null || turn > target)) target = turn;
     }
+    reportClientFar(ms, micEnd, botOnset, target);
     if (target === null) return;
     const t = turns.get(target);
     t.client = ms;
     t.row.querySelector(".client").textContent = fmt(ms);
     updateDelta(t);
+  }
+
+  // The figure goes to the server with the timestamps it came from (performance.now() ms) and the bot
+  // audio's jitter-buffer counters, so the run folder can account for client − server part by part.
+  async function reportClientFar(ms, micEnd, botOnset, turn) {
+    const s = session;
+    if (!s || !s.dc) return;
+    const msg = { type: "client_far", far_ms: ms, mic_end_ms: micEnd, bot_onset_ms: botOnset, turn };
+    const t = turn === null ? null : turns.get(turn);
+    if (t && t.server) msg.server_far_ms = t.server.server_far_ms;
+    try {
+      (await s.pc.getStats()).forEach((r) => {
+        if (r.type === "inbound-rtp" && r.kind === "audio") {
+          msg.jb_delay_s = r.jitterBufferDelay;
+          msg.jb_emitted = r.jitterBufferEmittedCount;
+        }
+      });
+    } catch (e) { /* the figures go without the jitter buffer */ }
+    stats.clientReports.push(msg);
+    if (s.dc.readyState === "open") s.dc.send(JSON.stringify(msg));
   }
 
   function updateDelta(t) {
