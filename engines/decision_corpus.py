@@ -234,10 +234,28 @@ def _interrupt(r: random.Random, split: str) -> tuple[str, str, bool]:
     return " ".join(w[:k]), "new_request", False
 
 
+def _stray_words() -> tuple[str, ...]:
+    """Words a recogniser may make of a cough or a bump: any corpus word that alone says nothing.
+
+    Words that alone can interrupt (a correction's "no", a day, a name, a digit) are left out, and
+    so are the held-out templates' words, so that held-out backchannels stay unseen."""
+    r = random.Random(0)
+    words = {w for _ in range(400) for w in normalize(_bot_line(r) + " " + _corpus_turn(r)[0]).split()}
+    keep_out = {w for t in CORRECTIONS[0] + CORRECTIONS[1] + BACKCHANNELS[1] + NOISE[1] for w in t.split()}
+    keep_out |= set(B.DAYS) | set(B.NAMES) | set(NEW_NAMES) | set(_NUM_WORDS) | {"am", "pm"}
+    keep_out |= {"hello", "hey", "hi", "bye", "goodbye"}  # whole requests of the corpus (a greeting, a closing)
+    return tuple(sorted(w for w in words - keep_out if w.isalpha()))
+
+
+STRAY_WORDS = _stray_words()
+
+
 def _not_interrupt(r: random.Random, split: str) -> tuple[str, str, bool]:
-    if r.random() < 0.65:
+    if r.random() < 0.55:
         t, novel = _pick(r, BACKCHANNELS, split)
         return t, "backchannel", novel
+    if r.random() < 0.3:
+        return r.choice(STRAY_WORDS), "stray_word", False
     t, novel = _pick(r, NOISE, split)
     return t, "noise", novel
 
