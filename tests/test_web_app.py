@@ -136,6 +136,8 @@ def test_bad_offers_get_a_json_error_naming_the_field(server: ServerThread, payl
 
 def test_non_json_body_and_unknown_session(server: ServerThread) -> None:
     status, _h, body = server.request("POST", "/api/offer", b"sdp=1", {"Content-Type": "text/plain"})
+    assert status == 415 and "application/json" in json.loads(body)["error"]  # a cross-site form cannot post
+    status, _h, body = server.request("POST", "/api/offer", b"sdp=1", {"Content-Type": "application/json"})
     assert status == 400 and "not JSON" in json.loads(body)["error"]
     status, data = server.json("PATCH", "/api/offer", {"pc_id": "nope", "candidates": []})
     assert status == 404 and "pc_id" in data["error"]
