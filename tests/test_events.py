@@ -40,7 +40,7 @@ def one_of_each() -> list[Event]:
 
 
 def test_kinds_cover_the_design() -> None:
-    assert {k.value for k in EventKind} == BRIEF_KINDS
+    assert BRIEF_KINDS <= {k.value for k in EventKind}  # the design's kinds, and the later issues' on top
 
 
 def test_round_trip(tmp_path: Path) -> None:

@@ -80,6 +80,10 @@ SCHEMA: dict[str, list[Column]] = {
         Column("expect", _S, "fixture expectation: null, 'interrupt' or 'no_interrupt' (backchannel)"),
         Column("far_ms", _F, "first audible response: bot acoustic onset minus caller speech end (events)"),
         Column("false_cut_in", _B, "the bot's audio started inside this turn's caller speech (ground truth)"),
+        Column("answer_text", _S, "the reply's whole text, tool span included (engine_done)"),
+        Column("coherent", _B, "the reply is a well-formed response of the business's grammar (engines.answers)"),
+        Column("answer_correct", _B, "right intent and exact slots against the fixture's expect_reply"),
+        Column("wrong_tool_call", _B, "a tool call where the fixture expected none (or another one)"),
         Column("preemptive", _S, "preemptive generation: 'hit' (kept), 'miss' (regenerated) or null (none)"),
         Column("preempt_wasted_ms", _F, "engine time of preemptive replies that were dropped"),
         Column("stt_text", _S, "the recogniser's final words for the turn (null: no final transcript)"),
@@ -104,6 +108,11 @@ SCHEMA: dict[str, list[Column]] = {
         Column("post_synthesis", _I, "revisions after the TTS request, before playout"),
         Column("audible", _I, "revisions after the text was played (audible defects)"),
         Column("first_snapshot_ms", _F, "llm_request -> first engine_snapshot"),
+        Column("first_token_ms", _F, "the engine's TTFT: llm_request -> first engine_snapshot with visible text"),
+        Column("first_token_to_audio_ms", _F, "first visible token -> first tts_first_audio of the reply (the "
+                                              "part of FAR the gate controls)"),
+        Column("output_tokens_per_s", _F, "(tokens - 1) / (first visible text -> last snapshot) of that "
+                                          "generation"),
         Column("first_commit_ms", _F, "llm_request -> first gate_commit, the engine's own time"),
         Column("engine_ms", _F, "llm_request -> engine_done"),
         Column("tokens", _I, "tokens generated (engine_done)"),

@@ -30,6 +30,7 @@ class CallerUtterance:
     speech_end_ns: int
     expect: str | None
     text: str
+    expect_reply: str | dict[str, Any] | None = None  # the right answer, when the fixture says
 
 
 class CallLog:
@@ -81,7 +82,9 @@ class CallLog:
     def add_utterance(self, u: CallerUtterance) -> None:
         """Record a caller clip the player has placed, and log its ground-truth rows."""
         self.utterances.append(u)
-        info = {"text": u.text, "expect": u.expect}
+        info: dict[str, Any] = {"text": u.text, "expect": u.expect}
+        if u.expect_reply is not None:
+            info["expect_reply"] = u.expect_reply
         self.log(K.CALLER_CLIP_START, u.turn, info, t_ns=u.clip_start_ns)
         self.log(K.CALLER_SPEECH_START, u.turn, info, t_ns=u.speech_start_ns)
         self.log(K.CALLER_SPEECH_END, u.turn, info, t_ns=u.speech_end_ns)

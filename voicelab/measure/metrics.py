@@ -27,6 +27,12 @@ Per turn (`turn_table`), with t(kind) the call-clock time of the named event of 
 - pauses, false_pause, resume_gap_ms (barge-in by pause, `voicelab.measure.pauses`): the bot's playout pauses
   attributed by time to this caller utterance; false_pause (expect="no_interrupt" turns) says the bot paused
   on it; resume_gap_ms is the longest paused silence before the bot resumed (None without a resume).
+- spec_hits, spec_drops, tts_ms_saved (speculative synthesis, `voicelab.speculative`): speculative_result rows
+  of the reply: held audio that played as a committed chunk (hit, with the synthesis ms it saved) or was thrown
+  away unheard (drop). None when the reply speculated nothing.
+- first_token_ms / first_token_to_audio_ms / output_tokens_per_s: the engine's first visible token (the first
+  engine_snapshot with non-empty text) after its llm_request (TTFT), that token to the first tts_first_audio of
+  the reply (the part of FAR the gate controls; DESIGN.md §4), and output tokens/s after it (`_engine_timing`).
 Percentiles interpolate linearly between order statistics; a figure without samples is None, never 0.
 """
 
@@ -39,6 +45,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from engines.answers import score_reply
 from engines.snapshot import Snapshot
 from voicelab.measure import intervals
 from voicelab.measure.events import Event, EventKind, revised_char_offsets
@@ -251,6 +258,7 @@ def _turn_row(call_id: str, turn: int, evs: list[Event]) -> dict[str, Any]:
     speech_start, speech_end = _t(start_e), _t(_first(caller, K.CALLER_SPEECH_END))
     expect = start_e.payload.get("expect") if start_e is not None else None
     said = start_e.payload.get("text") if start_e is not None else None
+    expect_reply = start_e.payload.get("expect_reply") if start_e is not None else None
     heard_text = " ".join(str(e.payload.get("text", "")) for e in evs
                           if e.turn == turn and e.kind == K.STT_FINAL).strip()
     stt_finals = any(e.turn == turn and e.kind == K.STT_FINAL for e in evs)
@@ -290,6 +298,8 @@ def _turn_row(call_id: str, turn: int, evs: list[Event]) -> dict[str, Any]:
     if tts_first_e is None:
         tts_first_e = _first(reply, K.TTS_FIRST_AUDIO)
     tts_first = _t(tts_first_e)
+    first_tok, first_tok_ms, out_tps = _engine_timing(reply, llm_request)
+    first_tok_to_audio = _ms(first_tok, tts_first)  # raw times: the part of FAR the gate controls
 
     # the parts follow the critical path: a step that ran ahead of the previous one (a preemptive reply
     # generated while the turn was being decided) costs nothing on it, so the parts still add up to FAR
@@ -313,6 +323,8 @@ def _turn_row(call_id: str, turn: int, evs: list[Event]) -> dict[str, Any]:
         # the bot's audio started inside the caller's speech of this turn: a reply to half a sentence
         "false_cut_in": (onset is not None and speech_start is not None and speech_end is not None
                          and speech_start <= onset < speech_end),
+        **_answer(next((e for e in reversed(reply) if e.kind == K.ENGINE_DONE and not e.payload.get("cancelled")),
+                       None), expect_reply),
         "preemptive": preempt,
         "preempt_wasted_ms": _r(wasted) if preempt is not None else None,
         "stt_text": heard_text if stt_finals else None,
@@ -334,6 +346,9 @@ def _turn_row(call_id: str, turn: int, evs: list[Event]) -> dict[str, Any]:
         "post_synthesis": None if rev is None else rev.post_synthesis,
         "audible": None if rev is None else rev.audible,
         "first_snapshot_ms": _r(_ms(llm_request, _t(_first(reply, K.ENGINE_SNAPSHOT)))),
+        "first_token_ms": _r(first_tok_ms),  # the engine's TTFT: its request to its first visible text
+        "first_token_to_audio_ms": _r(first_tok_to_audio),
+        "output_tokens_per_s": _r(out_tps, 2),
         "first_commit_ms": _r(_ms(llm_request, _t(commit_e))),  # the engine's own, off the critical path
         "engine_ms": _r(_ms(llm_request, _t(done_e))),
         "tokens": None if done_e is None else done_e.payload.get("tokens"),
@@ -342,7 +357,44 @@ def _turn_row(call_id: str, turn: int, evs: list[Event]) -> dict[str, Any]:
         "cancelled": None if done_e is None else bool(done_e.payload.get("cancelled", False)),
         "chunks": sum(1 for e in reply if e.kind == K.GATE_COMMIT),
         "errors": sum(1 for e in reply if e.kind == K.ERROR),
+        **_speculative(reply),
     }
+
+
+def _answer(done: Event | None, expect: Any) -> dict[str, Any]:
+    """The reply's answer scores (engines.answers): coherent always, correct when the fixture says what is."""
+    text = None if done is None or done.payload.get("cancelled") else done.payload.get("text")
+    if not isinstance(text, str) or not text.strip():
+        return {"answer_text": None, "coherent": None, "answer_correct": None, "wrong_tool_call": None}
+    score = score_reply(text, expect if expect is not None else "fallback")
+    return {"answer_text": text, "coherent": score.coherent,
+            "answer_correct": score.correct if expect is not None else None,
+            "wrong_tool_call": score.wrong_tool_call if expect is not None else None}
+
+
+def _engine_timing(reply: list[Event], llm_request: int | None) -> tuple[int | None, float | None, float | None]:
+    """(t of the first visible token, TTFT ms, output tokens/s) of the generation that showed text first.
+
+    The first visible token is the first engine_snapshot with non-empty text; TTFT runs from that
+    generation's llm_request (matched by gen_id, else the reply's). Output speed is (N - 1) tokens over the
+    first visible text to the generation's last snapshot (N: engine_done tokens; None if cancelled or the
+    answer came in one snapshot), as engines.profile_engine.measure_timing counts it.
+    """
+    first = _first(reply, K.ENGINE_SNAPSHOT, lambda e: bool(e.payload.get("text")))
+    if first is None:
+        return None, None, None
+    gen = first.payload.get("gen_id")
+    same = [e for e in reply if e.payload.get("gen_id") == gen] if gen is not None else reply
+    req = _first(same, K.LLM_REQUEST) if gen is not None else None
+    ttft = _ms(req.t_ns if req is not None else llm_request, first.t_ns)
+    snaps = [e for e in same if e.kind == K.ENGINE_SNAPSHOT]
+    done = _first(same, K.ENGINE_DONE)
+    tps = None
+    if done is not None and not done.payload.get("cancelled") and snaps:
+        n = int(done.payload.get("tokens") or 0)
+        dt = (snaps[-1].t_ns - first.t_ns) / 1e9
+        tps = (n - 1) / dt if n > 1 and dt > 0 else None
+    return first.t_ns, ttft, tps
 
 
 def _monotone(start: int | None, *points: int | None) -> list[int | None]:
@@ -357,6 +409,16 @@ def _monotone(start: int | None, *points: int | None) -> list[int | None]:
         out.append(p)
         prev = p if p is not None else prev
     return out
+
+
+def _speculative(reply: list[Event]) -> dict[str, Any]:
+    """spec_hits, spec_drops, tts_ms_saved of one reply (None each when it speculated nothing)."""
+    results = [e.payload for e in reply if e.kind == K.SPECULATIVE_RESULT]
+    if not results and not any(e.kind == K.SPECULATIVE_REQUEST for e in reply):
+        return {"spec_hits": None, "spec_drops": None, "tts_ms_saved": None}
+    hits = [p for p in results if p["outcome"] == "hit"]
+    return {"spec_hits": len(hits), "spec_drops": sum(1 for p in results if p["outcome"] == "drop"),
+            "tts_ms_saved": _r(sum(float(p.get("tts_ms_saved") or 0.0) for p in hits))}
 
 
 def _false_barge_ins(evs: list[Event]) -> set[int]:
@@ -395,6 +457,16 @@ def turn_table(events: Iterable[Event]) -> list[dict[str, Any]]:
 
 def _vals(rows: Iterable[Mapping[str, Any]], key: str) -> list[float]:
     return [r[key] for r in rows if r.get(key) is not None]
+
+
+def _answer_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Shares of correct (of the replies the fixtures score) and coherent (of all replies) answers."""
+    scored = [r for r in rows if r.get("answer_correct") is not None]
+    replies = [r for r in rows if r.get("coherent") is not None]
+    return {"correct": _r(sum(r["answer_correct"] for r in scored) / len(scored), 3) if scored else None,
+            "coherent": _r(sum(r["coherent"] for r in replies) / len(replies), 3) if replies else None,
+            "n": len(scored), "replies": len(replies),
+            "wrong_tool_calls": sum(1 for r in scored if r.get("wrong_tool_call"))}
 
 
 def _wer_stats(values: list[float]) -> dict[str, Any]:
@@ -467,9 +539,14 @@ def summarize(events: Iterable[Event], config: Mapping[str, Any],
         "resume_gap_ms": latency_stats(_vals(rows, "resume_gap_ms")),
         "false_cut_ins": sum(1 for r in rows if r["false_cut_in"]),
         "stt_wer": _wer_stats(_vals(rows, "stt_wer")),
+        "answers": _answer_stats(rows),
+        "first_token_to_audio_ms": latency_stats(_vals(answered, "first_token_to_audio_ms")),
         "preemptive": {"hit": sum(1 for r in rows if r.get("preemptive") == "hit"),
                        "miss": sum(1 for r in rows if r.get("preemptive") == "miss"),
                        "wasted_engine_ms": _r(sum(r.get("preempt_wasted_ms") or 0.0 for r in rows))},
+        "speculative": {"hits": _sum_or_none(_vals(rows, "spec_hits")),
+                        "drops": _sum_or_none(_vals(rows, "spec_drops")),
+                        "tts_ms_saved": _r(_sum_or_none(_vals(rows, "tts_ms_saved")))},
         "revisions": {
             "churn": _sum_or_none(_vals(rev_rows, "churn")),
             "post_synthesis": _sum_or_none(_vals(rev_rows, "post_synthesis")),
@@ -482,6 +559,8 @@ def summarize(events: Iterable[Event], config: Mapping[str, Any],
             "first_commit_ms_p50": _r(percentile(_vals(rows, "first_commit_ms"), 50)),
             "tokens_per_s": _r(tokens / seconds, 2) if tokens and seconds > 0 else None,
             "forwards_per_token": _r(forwards / tokens, 3) if tokens and forwards else None,
+            "ttft_ms_p50": _r(percentile(_vals(rows, "first_token_ms"), 50)),
+            "output_tokens_per_s_p50": _r(percentile(_vals(rows, "output_tokens_per_s"), 50), 2),
         },
         "truth": {
             "far_abs_diff_ms_p95": _truth_p95(rows, truth, "far_ms"),

@@ -137,4 +137,4 @@ class FixturePlayerInput(BaseInputTransport):
             turn=turn, clip_start_ns=int(start * ns), clip_end_ns=int((start + audio.size) * ns),
             speech_start_ns=int((start + t.speech_onset_s * self.sr) * ns),
             speech_end_ns=int((start + t.speech_offset_s * self.sr) * ns),
-            expect=t.expect, text=t.text))
+            expect=t.expect, text=t.text, expect_reply=t.expect_reply))
