@@ -112,6 +112,37 @@ def test_with_a_greeting_turn_zero_waits_for_its_end() -> None:
     assert [c.start_s for c in s.due(10.8)] == [pytest.approx(10.8)]
 
 
+def test_without_a_greeting_turn_zero_starts_after_its_delay_not_a_timeout() -> None:
+    """--greeting '': a missing greeting counts as ended (and started) at call start, so a caller who waits
+    for it answers after delay_s, not after the no-reply timeout; later turns still wait for the replies."""
+    for after in ("bot_audio_end", "bot_audio_start"):
+        s = CallerScheduler([plan(after, 0.45), plan("bot_audio_end", 0.6)], no_reply_timeout_s=6.0,
+                            greeting=False)
+        assert s.next_start(0.0) == pytest.approx(0.45)
+        assert s.due(0.44) == []
+        clip = s.due(0.45)
+        assert [(c.turn, c.start_s, c.reason) for c in clip] == [(0, pytest.approx(0.45), "rule")]
+        assert "no greeting" in clip[0].note
+        assert run_until(s, 8.0) == []  # turn 1 waits for the reply (its timeout: 2.1 + 6 + 0.6 = 8.7)
+        s.bot_audio_started(8.05)
+        s.bot_audio_stopped(11.0)
+        assert [(c.turn, c.start_s, c.reason) for c in s.due(11.6)] == [(1, pytest.approx(11.6), "rule")]
+    # with the greeting on, the same plan waits for the greeting (here: its timeout)
+    s = CallerScheduler([plan("bot_audio_end", 0.45)], no_reply_timeout_s=6.0)
+    assert s.due(6.44) == [] and [c.reason for c in s.due(6.45)] == ["timeout"]
+
+
+def test_committed_fixture_without_a_greeting_starts_promptly() -> None:
+    from voicelab.fixtures.format import load_fixture, select
+
+    fx = load_fixture(select(["single_question"])[0])
+    assert fx.turns[0].start.after == "bot_audio_end"
+    delay = fx.turns[0].start.delay_s
+    clips = run_until(fx.scheduler(greeting=False), 1.0)
+    assert [(c.turn, c.start_s, c.reason) for c in clips] == [(0, pytest.approx(delay), "rule")]
+    assert run_until(fx.scheduler(), 1.0) == []  # with a greeting it waits for it
+
+
 def test_timeout_is_frozen_when_the_bot_answers_late() -> None:
     s = CallerScheduler([plan("call_start", 0.0), plan("bot_audio_end", 2.0)], no_reply_timeout_s=3.0)
     s.due(0.0)

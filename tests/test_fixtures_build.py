@@ -112,12 +112,13 @@ def test_reverb_is_seeded_keeps_the_peak_and_adds_a_tail() -> None:
 
 REPLY_S = 2.5  # a typical bot reply
 FAR_S = 0.6  # caller's end of speech to the bot's first audio
+GREETING_S = (0.3, 2.5)  # the bot's greeting at call start: Piper joe says the default line in 2.2 s
 
 
 def _call_s(fx: Fixture) -> float:
     """Call time from the fixture's scheduling, with a REPLY_S reply FAR_S after each answered turn;
     a barge-in cuts the reply 0.3 s after its speech starts."""
-    reply = (0.0, 0.0)  # start and end of the bot's latest reply (no greeting)
+    reply = GREETING_S  # start and end of the bot's latest reply: first, the greeting
     clip_end = 0.0
     for turn in fx.turns:
         anchor = {"call_start": 0.0, "prev_turn_end": clip_end, "bot_audio_start": reply[0],
@@ -141,6 +142,31 @@ def test_default_list_is_worth_its_percentiles() -> None:
     assert sum(t.expect == "interrupt" for t in turns) >= 6  # barge-ins
     assert any(t.expect == "no_interrupt" for t in turns)
     assert 150.0 <= sum(_call_s(fx) for fx in fixtures) <= 210.0  # about three minutes of calls
+
+
+def test_first_turns_wait_for_the_greeting() -> None:
+    """Every caller answers the bot's greeting 0.3-0.6 s after it ends instead of talking over it, except the
+    fixed-timeline recording (it ignores the bot) and no_input_after_greeting (silent for 8 s after it)."""
+    exempt = {"recording_fixed_timeline", "no_input_after_greeting"}
+    for spec in SUITE:
+        first = spec.lines[0]
+        if spec.name in exempt:
+            continue
+        assert first.after == "bot_audio_end" and 0.3 <= first.delay_s <= 0.6, spec.name
+    assert len({s.lines[0].delay_s for s in SUITE if s.name not in exempt}) >= 4  # not one fixed reflex
+    no_input = next(s for s in SUITE if s.name == "no_input_after_greeting").lines[0]
+    assert (no_input.after, no_input.delay_s) == ("bot_audio_end", 8.0)
+    # the committed files agree, real recordings included
+    checked = set()
+    for path in select(["all"]):
+        fx = load_fixture(path)
+        first = fx.turns[0].start
+        if fx.name in exempt:
+            assert fx.recording or first.after == "bot_audio_end", fx.name
+            continue
+        assert first.after == "bot_audio_end" and 0.3 <= first.delay_s <= 0.6, fx.name
+        checked.add(fx.name)
+    assert {p.parent.name for p in select(["real"])} <= checked and len(checked) == len(SUITE) - 2 + 5
 
 
 def test_real_list_names_the_five_recordings() -> None:
