@@ -176,7 +176,7 @@ def test_chat_messages_keeps_text_roles() -> None:
 
 
 @pytest.mark.parametrize(("field", "value"), [("barge_in", "words:0"), ("barge_in", "loud"), ("turn", "smart:x"),
-                                              ("turn", "timeout:-1"), ("stt", "whisper"), ("vad", "energy"),
+                                              ("turn", "timeout:-1"), ("stt", "vosk"), ("vad", "energy"),
                                               ("vad_stop_secs", 0.0), ("policy", "stable")])
 def test_bad_config_names_the_field(field: str, value: Any) -> None:
     with pytest.raises(ValueError, match=field.split("_")[0]):
@@ -188,7 +188,8 @@ def test_config_options() -> None:
     assert cfg.barge_in_words() is None and cfg.turn_timeout() == ("timeout", 0.6)
     assert cfg.slug() == "ar-autoregressive-prefix"
     assert PipelineConfig(barge_in="words:3").barge_in_words() == 3
-    assert PipelineConfig().turn_timeout() == ("smart", 2.0)
+    assert PipelineConfig().turn_timeout() == ("decide", 0.0)
+    assert PipelineConfig(turn="smart").turn_timeout() == ("smart", 2.0)
     with pytest.raises(PipelineConfigError):
         PipelineConfig(sample_rate=8000)
 

@@ -149,9 +149,9 @@ def test_options_list_the_choices_the_offer_accepts(server: ServerThread) -> Non
     status, data = server.json("GET", "/api/options")
     assert status == 200
     assert data["defaults"] == {"engine": "diffusion", "sampler": "default", "policy": "pinned", "vad": "silero",
-                                "stt": "pocketsphinx"}
+                                "stt": "whisper"}
     assert "stable:2" in data["choices"]["policy"] and "autoregressive" in data["choices"]["sampler"]
-    assert data["choices"]["stt"] == ["pocketsphinx"]
+    assert data["choices"]["stt"] == ["whisper", "pocketsphinx"]
 
 
 def test_serve_options_are_checked() -> None:
