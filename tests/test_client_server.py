@@ -103,6 +103,7 @@ def test_jitter_buffer_needs_both_counters() -> None:
     assert jitter_buffer_ms({"jb_delay_s": 0.5, "jb_emitted": 9600}) == 1000.0 * 0.5 / 9600
     assert jitter_buffer_ms({"jb_delay_s": 0.5, "jb_emitted": 0}) is None
     assert jitter_buffer_ms({"jb_delay_s": "x", "jb_emitted": 10}) is None
+    assert jitter_buffer_ms({"jb_target_s": 0.3, "jb_emitted": 10}, "jb_target_s") == 30.0
 
 
 def test_summary_figures() -> None:

@@ -9,9 +9,9 @@ minus (vad_stop - stop_secs). Per turn, their difference splits into parts from 
     vad_lag   = (vad_stop - stop_secs) - the acoustic speech end in the server recording   (server only)
     uplink    = acoustic end in the server recording - the page's mic speech end         (page → server)
     downlink  = the page's bot onset - the server's bot onset on the sent track          (server → page)
-              = jitter_buffer (the page's getStats: jitterBufferDelay / jitterBufferEmittedCount, the mean
-                since the session started) + downlink_other (packetization, network, decoding, the page's
-                10 ms polling of its analyser)
+              = jitter_buffer (the page's getStats: jitterBufferDelay / jitterBufferEmittedCount over the
+                reply's first 300 ms of audio, counter differences) + downlink_other (packetization,
+                network, decoding, the page's 10 ms polling of its analyser)
 
 Page times go onto the call clock with an offset estimated from data-channel ping/pong round trips
 (`clock_sync` rows: page send, page receive, server time at the ping), NTP's way: of all samples the one
@@ -91,6 +91,7 @@ class TurnBreakdown:
     uplink_ms: float | None
     downlink_ms: float | None
     jitter_buffer_ms: float | None
+    jitter_target_ms: float | None  # the buffer's own target (not a part: it says why the buffer is that deep)
     downlink_other_ms: float | None
     residual_ms: float | None  # difference - (vad_lag + uplink + downlink)
     offset_error_ms: float | None  # ± bound on uplink and on downlink (half the best round trip)
@@ -100,7 +101,7 @@ class TurnBreakdown:
 
 
 def _r(x: float | None) -> float | None:
-    return None if x is None else round(x, 1)
+    return None if x is None else round(x, 1) + 0.0  # + 0.0: no "-0.0" in the tables
 
 
 def _first(evs: Sequence[Event], kind: str) -> Event | None:
@@ -116,9 +117,10 @@ def _vad_speech_end_ns(evs: Sequence[Event]) -> int | None:
     return stops[-1].t_ns - int(float(stops[-1].payload.get("stop_secs") or 0.0) * 1e9)
 
 
-def jitter_buffer_ms(payload: Mapping[str, Any]) -> float | None:
-    """Mean jitter buffer delay (ms) from the page's cumulative inbound-rtp counters, None if absent."""
-    delay, emitted = payload.get("jb_delay_s"), payload.get("jb_emitted")
+def jitter_buffer_ms(payload: Mapping[str, Any], key: str = "jb_delay_s") -> float | None:
+    """Mean jitter buffer delay (ms) from the page's inbound-rtp counters (differences over a window), None if
+    absent; with key "jb_target_s", the delay the buffer aimed for (set from the arrival jitter it saw)."""
+    delay, emitted = payload.get(key), payload.get("jb_emitted")
     if not isinstance(delay, int | float) or not isinstance(emitted, int | float) or emitted <= 0:
         return None
     return 1000.0 * float(delay) / float(emitted)
@@ -167,6 +169,7 @@ def _turn(call_id: str, c: Event, evs: Sequence[Event], off: ClockOffset | None)
         call_id=call_id, turn=c.turn, client_far_ms=round(client, 1), server_far_vad_ms=_r(server_vad),
         server_far_ms=_r(_sub(s_on, a_end)), difference_ms=_r(diff), vad_lag_ms=_r(vad_lag),
         uplink_ms=_r(uplink), downlink_ms=_r(downlink), jitter_buffer_ms=_r(jb),
+        jitter_target_ms=_r(jitter_buffer_ms(p, "jb_target_s")),
         downlink_other_ms=_r(_sub(downlink, jb)), residual_ms=_r(residual),
         offset_error_ms=None if off is None else round(off.rtt_ms / 2, 1))
 
@@ -187,7 +190,7 @@ def client_summary(events: Iterable[Event]) -> dict[str, Any]:
         "client_far_ms": latency_stats(client),
         "client_server_ms": {
             "turns": len(rows), "difference_p50": med("difference_ms"),
-            **{f"{part}_p50": med(f"{part}_ms") for part in (*PARTS, "downlink")},
+            **{f"{part}_p50": med(f"{part}_ms") for part in (*PARTS, "downlink", "jitter_target")},
             "residual_abs_max": _r(max(residuals)) if residuals else None,
             "clock_rtt_ms": None if off is None else round(off.rtt_ms, 1),
             "clock_samples": 0 if off is None else off.samples,

@@ -367,6 +367,7 @@ def _with_ci(summary: dict[str, Any], dotted: str) -> str:
 CLIENT_SERVER_COLS = (("turn", "turn"), ("client_far_ms", "client FAR"), ("server_far_vad_ms", "server FAR (VAD)"),
                       ("difference_ms", "difference"), ("vad_lag_ms", "VAD lag"), ("uplink_ms", "uplink"),
                       ("jitter_buffer_ms", "jitter buffer"), ("downlink_other_ms", "downlink rest"),
+                      ("jitter_target_ms", "jitter target"),
                       ("residual_ms", "residual"), ("offset_error_ms", "± offset"),
                       ("server_far_ms", "server FAR (recording)"))
 
@@ -390,7 +391,8 @@ def client_server_section(runs: Sequence[RunData]) -> str:
             + _p("The page measures its own FAR (its microphone's speech end to the bot's onset in its analyser); the "
                  "server FAR it shows beside it starts at the VAD's estimate of the speech end. Difference = VAD lag "
                  "(VAD estimate − acoustic end in the server recording) + uplink (page mic end → that acoustic end) "
-                 "+ jitter buffer (the page's getStats mean) + downlink rest (packetization, network, decoding, the "
+                 "+ jitter buffer (the page's getStats, over the reply's first 300 ms) + downlink rest "
+                 "(packetization, network, decoding, the "
                  "page's 10 ms polling). Page times are put on the call clock with the offset of the least "
                  "round-trip ping; uplink and downlink are each uncertain by ± offset, their sum is not. Residual: "
                  f"what the parts leave of the difference (0 within {client_server.RESIDUAL_TOLERANCE_MS:g} ms when "

@@ -17,6 +17,7 @@
   const READY_TIMEOUT_MS = 30000; // the server gives up on a browser that has not connected by then too
   const CLOCK_PINGS = 5; // ping/pong round trips right after the data channel opens (clock offset)
   const CLOCK_PING_GAP_MS = 200;
+  const JITTER_WINDOW_MS = 300; // the reply audio whose jitter-buffer delay is reported
 
   // Public, read-only view of what the page measured (the browser test reads it).
   const stats = {
@@ -600,22 +601,36 @@
     updateDelta(t);
   }
 
-  // The figure goes to the server with the timestamps it came from (performance.now() ms) and the bot
-  // audio's jitter-buffer counters, so the run folder can account for client − server part by part.
+  // The bot audio's cumulative jitter-buffer counters (sums over emitted samples), or null.
+  async function jitterCounters(pc) {
+    let out = null;
+    try {
+      (await pc.getStats()).forEach((r) => {
+        if (r.type === "inbound-rtp" && r.kind === "audio") {
+          out = { delay: r.jitterBufferDelay, emitted: r.jitterBufferEmittedCount, target: r.jitterBufferTargetDelay };
+        }
+      });
+    } catch (e) { /* no stats: the figure goes without the jitter buffer */ }
+    return out;
+  }
+
+  // The figure goes to the server with the timestamps it came from (performance.now() ms) and the jitter
+  // buffer of the reply's first JITTER_WINDOW_MS of audio (counter differences: the buffer's depth now, not
+  // its mean over the session), so the run folder can account for client − server part by part.
   async function reportClientFar(ms, micEnd, botOnset, turn) {
     const s = session;
     if (!s || !s.dc) return;
     const msg = { type: "client_far", far_ms: ms, mic_end_ms: micEnd, bot_onset_ms: botOnset, turn };
     const t = turn === null ? null : turns.get(turn);
     if (t && t.server) msg.server_far_ms = t.server.server_far_ms;
-    try {
-      (await s.pc.getStats()).forEach((r) => {
-        if (r.type === "inbound-rtp" && r.kind === "audio") {
-          msg.jb_delay_s = r.jitterBufferDelay;
-          msg.jb_emitted = r.jitterBufferEmittedCount;
-        }
-      });
-    } catch (e) { /* the figures go without the jitter buffer */ }
+    const a = await jitterCounters(s.pc);
+    await new Promise((resolve) => setTimeout(resolve, JITTER_WINDOW_MS));
+    const b = await jitterCounters(s.pc);
+    if (a && b && b.emitted > a.emitted) {
+      msg.jb_delay_s = b.delay - a.delay;
+      msg.jb_emitted = b.emitted - a.emitted;
+      if (b.target != null && a.target != null) msg.jb_target_s = b.target - a.target; // what it aims for
+    }
     stats.clientReports.push(msg);
     if (s.dc.readyState === "open") s.dc.send(JSON.stringify(msg));
   }
