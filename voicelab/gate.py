@@ -227,10 +227,6 @@ def _boundaries(text: str, start: int, stop: int, last_kind: str | None) -> list
     return out
 
 
-def _count_words(text: str) -> int:
-    return sum(1 for w in text.split() if any(c.isalnum() for c in w))
-
-
 class Gate:
     """The stable-chunk gate for one reply.
 

