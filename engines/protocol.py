@@ -66,3 +66,28 @@ class EngineLike(Protocol):
 
     def close(self) -> None:
         """Release threads, sockets, memory."""
+
+
+class EngineWrapper:
+    """An engine around another one: everything but `generate` is the inner engine's (watchdogs, faults)."""
+
+    def __init__(self, inner: EngineLike) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.sampler = inner.sampler
+
+    @property
+    def kind(self) -> str:
+        return self.inner.kind
+
+    def describe(self) -> dict[str, Any]:
+        return self.inner.describe()
+
+    def generate(self, messages: Sequence[dict[str, str]], **overrides: object) -> GenerationLike:
+        return self.inner.generate(messages, **overrides)
+
+    def warm_up(self) -> None:
+        self.inner.warm_up()
+
+    def close(self) -> None:
+        self.inner.close()

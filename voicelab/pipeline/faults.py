@@ -18,7 +18,7 @@ from typing import Any
 from pipecat.frames.frames import Frame, InterimTranscriptionFrame, TranscriptionFrame
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
-from engines.protocol import EngineLike, GenerationLike
+from engines.protocol import EngineLike, EngineWrapper, GenerationLike
 from engines.snapshot import Snapshot
 from voicelab.faults import Fault, FaultPlan, InjectedFault
 from voicelab.measure.calllog import CallLog
@@ -59,33 +59,18 @@ class _FaultyGeneration:
             yield snap
 
 
-class FaultyEngine:
+class FaultyEngine(EngineWrapper):
     """An `EngineLike` whose targeted generation fails (see the module doc)."""
 
     def __init__(self, inner: EngineLike, plan: FaultPlan, log: CallLog) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.sampler = inner.sampler
+        super().__init__(inner)
         self._plan = plan
         self._log = log
-
-    @property
-    def kind(self) -> str:
-        return self.inner.kind
-
-    def describe(self) -> dict[str, Any]:
-        return self.inner.describe()
 
     def generate(self, messages: Sequence[dict[str, str]], **overrides: object) -> GenerationLike:
         gen = self.inner.generate(messages, **overrides)
         fault = self._plan.take("engine", self._log.request_turn)
         return gen if fault is None else _FaultyGeneration(gen, fault)
-
-    def warm_up(self) -> None:
-        self.inner.warm_up()
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 class FaultyPiperTTS(PiperTTSService):

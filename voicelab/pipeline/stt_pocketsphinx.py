@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -36,6 +35,7 @@ from pocketsphinx import Decoder
 
 from voicelab.measure.calllog import CallLog
 from voicelab.normalize import spoken_numbers_to_digits
+from voicelab.pipeline.preroll import PreRoll
 
 _END = object()  # decode queue sentinel: finalize the utterance
 _START = object()
@@ -56,8 +56,7 @@ class PocketsphinxSTTService(STTService):
         self._decoder = decoder
         self._preroll_s = preroll_s
         self._interim_every_s = interim_every_s
-        self._ring: deque[bytes] = deque()
-        self._ring_bytes = 0
+        self._preroll: PreRoll | None = None  # made at the first audio (the sample rate is known then)
         self._queue: asyncio.Queue[object] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="pocketsphinx")
@@ -85,11 +84,9 @@ class PocketsphinxSTTService(STTService):
 
     async def run_stt(self, audio: bytes):  # type: ignore[override]
         # Keep a pre-roll of recent audio; while in an utterance, stream it to the decoder.
-        self._ring.append(audio)
-        self._ring_bytes += len(audio)
-        keep = int(2 * self.sample_rate * max(self._preroll_s + 0.3, 0.5))
-        while self._ring and self._ring_bytes - len(self._ring[0]) >= keep:
-            self._ring_bytes -= len(self._ring.popleft())
+        if self._preroll is None:
+            self._preroll = PreRoll(self.sample_rate, max(self._preroll_s + 0.3, 0.5))
+        self._preroll.push(audio)
         if self._in_utt:
             self._queue.put_nowait(audio)
         yield None
@@ -100,15 +97,8 @@ class PocketsphinxSTTService(STTService):
             return
         self._in_utt = True
         self._queue.put_nowait(_START)
-        need = int(2 * self.sample_rate * (self._preroll_s + frame.start_secs))
-        pre: list[bytes] = []
-        got = 0
-        for chunk in reversed(self._ring):
-            if got >= need:
-                break
-            pre.append(chunk)
-            got += len(chunk)
-        for chunk in reversed(pre):
+        pre = self._preroll.tail(self._preroll_s + frame.start_secs) if self._preroll is not None else []
+        for chunk in pre:
             self._queue.put_nowait(chunk)
 
     async def _handle_vad_user_stopped_speaking(self, frame: VADUserStoppedSpeakingFrame) -> None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections import deque
 from typing import Any
 
 import numpy as np
@@ -38,6 +37,7 @@ from pipecat.services.settings import STTSettings
 from pipecat.services.stt_service import STTService
 from pipecat.utils.time import time_now_iso8601
 
+from voicelab.pipeline.preroll import PreRoll
 from voicelab.speech.streaming import StreamingWhisper
 from voicelab.speech.whisper import Transcript, WhisperRecognizer
 
@@ -69,8 +69,7 @@ class WhisperSTTService(STTService):
         super().__init__(ttfs_p99_latency=ttfs_p99_latency,
                          settings=STTSettings(model="whisper-tiny.en", language=None), **kwargs)
         self._preroll_s = preroll_s
-        self._ring: deque[bytes] = deque()
-        self._ring_bytes = 0
+        self._preroll: PreRoll | None = None  # made at the first audio (the sample rate is known then)
         self._in_utt = False
         self._turn_open = False  # pipecat's user turn is open (UserStarted seen, UserStopped not yet)
         self._sent_words = 0  # words of this utterance already sent as finals
@@ -93,11 +92,9 @@ class WhisperSTTService(STTService):
 
     async def run_stt(self, audio: bytes):  # type: ignore[override]
         # keep a pre-roll of recent audio; while in an utterance, stream it to the recognizer
-        self._ring.append(audio)
-        self._ring_bytes += len(audio)
-        keep = int(2 * self.sample_rate * max(self._preroll_s + 0.3, 0.5))
-        while self._ring and self._ring_bytes - len(self._ring[0]) >= keep:
-            self._ring_bytes -= len(self._ring.popleft())
+        if self._preroll is None:
+            self._preroll = PreRoll(self.sample_rate, max(self._preroll_s + 0.3, 0.5))
+        self._preroll.push(audio)
         if self._in_utt:
             self._stream.feed(self._pcm(audio))
         yield None
@@ -113,16 +110,9 @@ class WhisperSTTService(STTService):
         self._last_interim = ""
         self._sent_words = 0
         self._stream.start()
-        need = int(2 * self.sample_rate * (self._preroll_s + frame.start_secs))
-        pre: list[bytes] = []
-        got = 0
-        for chunk in reversed(self._ring):
-            if got >= need:
-                break
-            pre.append(chunk)
-            got += len(chunk)
+        pre = self._preroll.tail(self._preroll_s + frame.start_secs) if self._preroll is not None else []
         if pre:
-            self._stream.feed(self._pcm(b"".join(reversed(pre))))
+            self._stream.feed(self._pcm(b"".join(pre)))
 
     async def _handle_vad_user_stopped_speaking(self, frame: VADUserStoppedSpeakingFrame) -> None:
         await super()._handle_vad_user_stopped_speaking(frame)

@@ -35,7 +35,7 @@ from pipecat.frames.frames import (
 )
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
-from engines.protocol import EngineLike, GenerationLike
+from engines.protocol import EngineLike, EngineWrapper, GenerationLike
 from engines.snapshot import Snapshot
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind
@@ -143,32 +143,17 @@ class WatchedGeneration:
             self.inner.cancel()  # a stalled engine must not keep stepping for nobody
 
 
-class WatchedEngine:
+class WatchedEngine(EngineWrapper):
     """An `EngineLike` whose generations are bounded by `Limits` (see the module doc)."""
 
     def __init__(self, inner: EngineLike, log: CallLog, limits: Limits) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.sampler = inner.sampler
+        super().__init__(inner)
         self._log = log
         self._limits = limits
-
-    @property
-    def kind(self) -> str:
-        return self.inner.kind
-
-    def describe(self) -> dict[str, Any]:
-        return self.inner.describe()
 
     def generate(self, messages: Sequence[dict[str, str]], **overrides: object) -> WatchedGeneration:
         return WatchedGeneration(self.inner.generate(messages, **overrides), self._log, self._limits,
                                  self._log.request_turn)
-
-    def warm_up(self) -> None:
-        self.inner.warm_up()
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 # ---- STT ---------------------------------------------------------------------------------------------------
