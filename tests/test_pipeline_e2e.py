@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import soundfile as sf
 
 from engines.trace import ReplayEngine
 from tests.test_pipeline import FailingEngine, write_trace
@@ -21,6 +22,7 @@ from voicelab.fixtures.format import FIXTURES_ROOT, load_fixture
 from voicelab.measure.events import EventKind as K
 from voicelab.measure.events import read_events
 from voicelab.measure.metrics import spoken_words, turn_table
+from voicelab.measure.onset import segments
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.runs.run import run_config
 
@@ -69,6 +71,44 @@ def test_single_question_tiny_engine(tmp_path: Path) -> None:
     assert summary["revisions"]["audible"] == 0
     diff = summary["truth"]["far_abs_diff_ms_p95"]
     assert diff is not None and diff <= 20  # events and recording agree
+
+
+def test_caller_answers_the_greeting_after_it_ends(tmp_path: Path) -> None:
+    """The bot greets at call start (default --greeting); the committed caller waits for the greeting's end,
+    so its speech starts after the greeting's audio is over and the greeting is played whole, not cut."""
+    fx = load_fixture(_need("single_question"))
+    assert fx.turns[0].start.after == "bot_audio_end"
+    trace = write_trace(tmp_path / "trace.jsonl", [(fx.turns[0].text, "we open at 9 am on saturday.")])
+    quiet_pipecat_logs("ERROR")
+    cfg = PipelineConfig(engine=f"replay:{trace}", stt="transcript")
+    greeting = cfg.greeting
+    assert greeting
+    run = run_config(cfg, [fx], tmp_path / "out")
+    assert (run / "summary.json").is_file()
+    events = read_events(run / "events.jsonl")
+    # Piper's pause at the comma may split the greeting into two audible stretches: its end is the last one
+    greet_end = [e.t_ns / 1e9 for e in events if e.kind == K.BOT_AUDIBLE_END and e.turn == -1]
+    speech = [e.t_ns / 1e9 for e in events if e.kind == K.CALLER_SPEECH_START and e.turn == 0]
+    assert greet_end and len(speech) == 1
+    delay = fx.turns[0].start.delay_s
+    # the clip starts delay_s after the greeting's audible end; its speech begins LEAD_S (0.25 s) later
+    assert greet_end[-1] + delay <= speech[0] <= greet_end[-1] + delay + 0.25 + 0.2
+    # the greeting was played whole: every chunk to its last word, kept whole in the context
+    stops = [e.payload for e in events if e.kind == K.PLAYOUT_STOP and e.turn == -1]
+    assert stops and not any(p["interrupted"] for p in stops)
+    assert " ".join(p["played"] for p in stops).split() == greeting.split()
+    ctx = [e.payload for e in events if e.kind == K.CONTEXT_UPDATE and e.turn == -1]
+    assert [(c["content"], c["interrupted"]) for c in ctx] == [(greeting, False)]
+    assert not [e for e in events if e.kind == K.INTERRUPTION and e.payload.get("bot_speaking")]
+    meta = json.loads(next((run / "calls").glob("*.json")).read_text())
+    assert [(c["reason"], c["note"]) for c in meta["scheduled"]] == [("rule", "bot finished the greeting")]
+    # the recording agrees: the bot's audio before the caller speaks is the greeting (Piper says it in about
+    # 2.2 s), whole, and it is over before the caller's speech starts
+    stereo, sr = sf.read(str(next((run / "calls").glob("*.wav"))), dtype="int16")
+    bot = segments(stereo[:, 1], sr)
+    before = [seg for seg in bot if seg[0] < speech[0]]
+    assert before and before[-1][1] - before[0][0] > 1.8
+    assert before[-1][1] < speech[0] and before[-1][1] == pytest.approx(greet_end[-1], abs=0.05)
 
 
 def test_barge_in_stops_the_bot_and_keeps_heard_words(tmp_path: Path) -> None:
