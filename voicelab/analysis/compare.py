@@ -5,7 +5,8 @@ accuracy where the turns carry them, audible revisions per turn) the difference 
 bootstrap 95 % interval (`voicelab.measure.intervals.diff_interval`). When both runs played the same fixture
 turns the same number of times (the same list, the same `--repeat`), the samples are paired by (fixture name,
 turn index, repetition) and resampled together, which removes the spread between turns from the
-difference; otherwise each run is resampled on its own. The verdict: "better" or "worse" when the interval
+difference (turns measured in one run only are left out, if they are under a fifth of either run);
+otherwise each run is resampled on its own. The verdict: "better" or "worse" when the interval
 excludes zero, else "no detectable difference" (or "too few samples" below two per side).
 
 `--fail-on far_p95:+50ms,audible:+0` names regressions a deployment must not ship: a figure fails when the
@@ -45,6 +46,7 @@ REPEAT_PREFIX = re.compile(r"^r(\d+)-")
 # (benchmarks/repetitions_needed.py: with 9 turns a side, a third of same-distribution pairs came out
 # "different"); the interval is still shown
 MIN_N = {"p50": 10, "p95": 20, "mean": 2}
+PAIR_SHARE = 0.8
 
 
 class CompareError(ValueError):
@@ -155,11 +157,13 @@ def verdict(spec: FigureSpec, d: Difference) -> str:
 
 def compare_samples(spec: FigureSpec, a: Sequence[tuple[Key, float]], b: Sequence[tuple[Key, float]], *,
                     seed: int = SEED, n_resamples: int = RESAMPLES) -> FigureDiff:
-    """One figure: paired by key when both runs measured exactly the same keys, else unpaired."""
+    """One figure: paired on the keys both runs measured when they are at least PAIR_SHARE of each run's
+    (a turn timed in one run only, e.g. a reply that never played, is then left out), else unpaired."""
     da, db = dict(a), dict(b)
-    paired = len(da) == len(a) and len(db) == len(b) and set(da) == set(db) and len(da) > 0
+    shared = set(da) & set(db)
+    paired = bool(shared) and len(shared) >= PAIR_SHARE * max(len(a), len(b))
     if paired:
-        keys = sorted(da)
+        keys = sorted(shared)
         xa, xb = [da[k] for k in keys], [db[k] for k in keys]
     else:
         xa, xb = [v for _, v in a], [v for _, v in b]
