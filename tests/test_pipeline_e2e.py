@@ -46,7 +46,7 @@ def _assert_complete(run: Path) -> dict[str, Any]:
     for name in ("config.json", "events.jsonl", "summary.json", "turns.csv"):
         assert (run / name).is_file(), name
     summary = json.loads((run / "summary.json").read_text())
-    assert set(summary) == SUMMARY_KEYS
+    assert SUMMARY_KEYS <= set(summary)
     config = json.loads((run / "config.json").read_text())
     assert config["fixtures"] and all(len(f["sha256"]) == 64 for f in config["fixtures"])
     assert config["versions"]["pipecat-ai"] == "1.14.0"
@@ -168,3 +168,18 @@ def test_engine_and_tts_crash_mid_turn_call_carries_on(tmp_path: Path) -> None:
     rows = {r["turn"]: r for r in turn_table(events)}
     assert rows[2]["far_ms"] is not None and rows[2]["errors"] == 0  # the call went on and answered
     assert summary["turns"] == 3
+
+
+@pytest.mark.parametrize("name", ["mid_sentence_pause", "pause_mid_cancel"])
+def test_a_mid_sentence_pause_never_gets_a_reply_before_the_turn_ends(tmp_path: Path, name: str) -> None:
+    """`--turn decide`: the caller pauses about a second inside a sentence; the bot must wait it out.
+
+    The fixture's own words stand in for the recogniser (`--stt transcript`), so the test checks the
+    turn-end rule (smart-turn + decision model + silence) on the real audio, not Whisper's errors."""
+    fx = load_fixture(_need(name))
+    quiet_pipecat_logs("ERROR")
+    cfg = PipelineConfig(stt="transcript", turn="decide", greeting="")
+    run = run_config(cfg, [fx], tmp_path / "out")
+    rows = [r for r in turn_table(read_events(run / "events.jsonl")) if r["expect"] is None]
+    assert rows and not any(r["false_cut_in"] for r in rows), [(r["turn"], r["far_ms"]) for r in rows]
+    assert rows[0]["far_ms"] is not None and rows[0]["far_ms"] > 0  # and it does answer, after the caller

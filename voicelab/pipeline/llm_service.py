@@ -116,12 +116,14 @@ class EngineLLMService(LLMService):
         # engine saw them in its own history (and was trained so): remember them per user turn
         self.tool_memory: dict[str, list[str]] = {}
         self.current_user = ""
+        self.earlier_user: list[str] = []  # the caller's turns before current_user (tool calls need a reason)
         self._ack_timeout_s = ack_timeout_s
         self._gen_ids = itertools.count(1)
         self.generations = 0
         self.preemptive = preemptive
         self.context: LLMContext | None = context  # the call's context (read at a preemptive start)
         self._pending: _Pending | None = None
+        self._answered_turn: int | None = None  # the latest caller turn whose LLM request arrived
         self._held_actions: list[Callable[[], None]] = []
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
@@ -130,6 +132,8 @@ class EngineLLMService(LLMService):
             if self.preemptive:
                 await self._preempt(frame.text)
         elif isinstance(frame, LLMContextFrame):
+            self._answered_turn = max(self._answered_turn if self._answered_turn is not None else -1,
+                                      self._log.reply_turn)
             if not await self._confirm(frame.context):
                 await self._generate(frame.context)
         else:
@@ -155,15 +159,15 @@ class EngineLLMService(LLMService):
             return
         if p is not None:  # newer words, or the caller went on: that answer is stale
             await self._withdraw(p, text)
-        if not text or self.context is None:
-            return
+        log = self._log
+        turn = log.caller_turn_at(log.now_ns())
+        if not text or self.context is None or (self._answered_turn is not None and turn <= self._answered_turn):
+            return  # nothing to say, or words of a turn already answered (they arrived behind its end)
         messages = with_tool_spans(chat_messages(self.context), self.tool_memory)
         if messages and messages[-1]["role"] == "user":
             messages[-1] = {"role": "user", "content": f"{messages[-1]['content']} {text}"}
         else:
             messages.append({"role": "user", "content": text})
-        log = self._log
-        turn = log.caller_turn_at(log.now_ns())
         gen_id = next(self._gen_ids)
         log.log(K.PREEMPT_START, turn, {"gen_id": gen_id, "text": text})
         await self.push_frame(HoldFrame(gen_id=gen_id))
@@ -215,6 +219,7 @@ class EngineLLMService(LLMService):
         log.request_turn = turn
         last_user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
         self.current_user = last_user
+        self.earlier_user = [m["content"] for m in messages if m["role"] == "user"][:-1]
         self.generations += 1
         log.log(K.LLM_REQUEST, turn, {"messages": len(messages), "text": last_user, "gen_id": gen_id})
         steps = 0

@@ -14,8 +14,8 @@ the VAD stop (the words recognised so far) and again when a final transcript lan
 waits, it pushes a `PreemptFrame`; a VAD start withdraws it (an empty `PreemptFrame`). Only while
 pipecat's user turn is open: a backchannel under the bot's reply never starts an answer.
 
-Once the rule says END the turn ends as soon as the final transcript is in (the context needs the words;
-with streamed Whisper it lands about when smart-turn answers). A VAD start before that discards the
+No verdict is given before the stretch's final transcript is in (the context needs the words, and the
+last words decide a cut-off; with streamed Whisper the final lands about when smart-turn answers). A VAD start before that discards the
 verdict: the caller went on. Each verdict is logged (`turn_decision`) with both scores and the rule's
 reason, so a run says why each turn ended when it did.
 """
@@ -23,6 +23,7 @@ reason, so a run says why each turn ended when it did.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import Any
 
@@ -40,7 +41,7 @@ from pipecat.turns.types import ProcessFrameResult
 from pipecat.turns.user_stop.base_user_turn_stop_strategy import BaseUserTurnStopStrategy
 
 from engines.decision import DecisionModel
-from engines.turn_policy import TurnAction, TurnDecision, TurnThresholds, required_silence_ms, text_p_complete
+from engines.turn_policy import TurnThresholds, required_silence_ms, text_p_complete
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind
 from voicelab.pipeline.frames import PreemptFrame
@@ -53,7 +54,7 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
 
     def __init__(self, *, analyzer: LocalSmartTurnAnalyzerV3, decision: DecisionModel | None,
                  log: CallLog | None = None, thresholds: TurnThresholds | None = None, tick_ms: float = 50.0,
-                 preemptive: bool = False, **kwargs: Any) -> None:
+                 preemptive: bool = False, final_wait_s: float = 1.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._analyzer = analyzer
         self._decision = decision
@@ -68,7 +69,9 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
         self._final = ""  # finalized words of this turn
         self._text_p: float | None = None
         self._scored_text: str | None = None
-        self._ended = False  # the rule said END for the current silence
+        self._stretch_final = False  # a final transcript landed since the last VAD stop
+        self._wake = asyncio.Event()  # a transcript landed: decide now rather than at the next tick
+        self._final_wait_s = final_wait_s
         self._task: asyncio.Task[None] | None = None
         self._preemptive = preemptive
         self._turn_open = False  # pipecat's user turn is open
@@ -99,7 +102,6 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
 
     async def _resume(self) -> None:
         """The caller speaks (again): whatever was concluded about the silence is stale."""
-        self._ended = False
         self._speech_end = None
         self._audio_p = None
         await self._stop_ticking()
@@ -121,6 +123,7 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
             await self._preempt("")  # the caller goes on: an answer started on the words so far is stale
         elif isinstance(frame, VADUserStoppedSpeakingFrame):
             self._speaking = False
+            self._stretch_final = False
             self._speech_end = time.monotonic() - frame.stop_secs
             await self._stop_ticking()
             await self._preempt(self._text)
@@ -128,36 +131,48 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
         elif isinstance(frame, TranscriptionFrame):
             self._final = f"{self._final} {frame.text}".strip()
             self._text = self._final
-            if not await self._maybe_trigger() and not self._speaking:
-                await self._preempt(self._final)
+            self._stretch_final = True
+            if not self._speaking:
+                await self._preempt(self._final)  # the final words: a better start than the partial
+            self._wake.set()
         elif isinstance(frame, InterimTranscriptionFrame):
             self._text = f"{self._final} {frame.text}".strip()
         return ProcessFrameResult.CONTINUE
 
     async def _decide(self) -> None:
-        """From the VAD stop: score once from the audio, then re-decide every tick as the silence grows."""
+        """From the VAD stop: score once from the audio, then re-decide as the silence grows and as words land.
+
+        No verdict before this stretch's final transcript (or `final_wait_s` without one): a partial
+        transcript misses the last words, and those ("... my appointment on") decide a cut-off."""
+        stopped = time.monotonic()
         _, metrics = await self._analyzer.analyze_end_of_turn()  # its own threshold is not used: the rule decides
         p = getattr(metrics, "probability", None)
         self._audio_p = float(p) if p is not None else None
         while not self._speaking:
-            await self._score_text()
-            silence_ms = (time.monotonic() - (self._speech_end or time.monotonic())) * 1000.0
-            need, why = required_silence_ms(self._audio_p, self._text_p, self._th)
-            if need > self._th.floor_ms:
-                # speech that resumes is seen only `start_secs` later (the VAD waits for that much of it):
-                # a wait meant to outlast a pause must outlast the pause plus that lag
-                need += self._start_secs * 1000.0
-            verdict = TurnDecision(TurnAction.END if silence_ms >= need else TurnAction.WAIT, need, why)
-            if verdict.action == TurnAction.END and not self._ended:
-                self._ended = True
-                if self._log is not None:
-                    self._log.log(K.TURN_DECISION, self._log.caller_turn_at(self._log.now_ns()), {
-                        "audio_p": _r(self._audio_p), "text_p": _r(self._text_p), "text": self._text,
-                        "silence_ms": round(silence_ms, 1), "required_ms": verdict.required_ms,
-                        "reason": verdict.reason})
-                await self._maybe_trigger()
-                return
-            await asyncio.sleep(self._tick_s)
+            self._wake.clear()
+            if self._stretch_final or time.monotonic() - stopped >= self._final_wait_s:
+                await self._score_text()
+                if await self._verdict():
+                    return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._tick_s)
+
+    async def _verdict(self) -> bool:
+        """Apply the rule to the silence so far; True once the turn was ended."""
+        silence_ms = (time.monotonic() - (self._speech_end or time.monotonic())) * 1000.0
+        need, why = required_silence_ms(self._audio_p, self._text_p, self._th)
+        if need > self._th.floor_ms:
+            # speech that resumes is seen only `start_secs` later (the VAD waits for that much of it):
+            # a wait meant to outlast a pause must outlast the pause plus that lag
+            need += self._start_secs * 1000.0
+        if silence_ms < need or not self._final:
+            return False
+        if self._log is not None:
+            self._log.log(K.TURN_DECISION, self._log.caller_turn_at(self._log.now_ns()), {
+                "audio_p": _r(self._audio_p), "text_p": _r(self._text_p), "text": self._text,
+                "silence_ms": round(silence_ms, 1), "required_ms": need, "reason": why})
+        await self.trigger_user_turn_stopped()
+        return True
 
     async def _score_text(self) -> None:
         if self._decision is None or self._text == self._scored_text:
@@ -166,14 +181,6 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
         d = await asyncio.to_thread(self._decision.ask, "turn_complete", text)
         if text == self._text:  # a newer transcript may have landed meanwhile
             self._text_p = text_p_complete(d.answer, d.confidence)
-
-    async def _maybe_trigger(self) -> bool:
-        """The rule said END and the words are in: end the turn (True when it did)."""
-        if self._ended and self._final and not self._speaking:
-            self._ended = False
-            await self.trigger_user_turn_stopped()
-            return True
-        return False
 
     async def _preempt(self, text: str) -> None:
         """Tell the engine the words heard so far ('' withdraws what it was told)."""
