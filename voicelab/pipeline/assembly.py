@@ -44,6 +44,7 @@ from voicelab.pipeline.observers import EventObserver
 from voicelab.pipeline.preempt_hold import PreemptHold
 from voicelab.pipeline.recording_output import RecordingOutput
 from voicelab.pipeline.resources import Resources
+from voicelab.pipeline.shared_voice import serialized
 from voicelab.pipeline.speculative_gate import SpeculativeGateProcessor
 from voicelab.pipeline.speculative_tts import SpeculativePiperTTSService
 from voicelab.pipeline.stt_pocketsphinx import PocketsphinxSTTService, TranscriptSTTService
@@ -188,7 +189,8 @@ async def run_call(fixture: Fixture, cfg: PipelineConfig, res: Resources, call_i
     watched = WatchedEngine(FaultyEngine(raw_engine, plan, log) if faults else raw_engine, log, limits)
     if any(f.component == "tts" for f in faults):
         tts_factory = faulty_tts_factory(plan, tts_factory)
-    core = build_core(cfg, log, engine=watched, voice=res.voice, tts_factory=tts_factory,
+    # calls played at once share the voice: espeak-ng (Piper's phonemizer) is process-global, one thread at a time
+    core = build_core(cfg, log, engine=watched, voice=serialized(res.voice), tts_factory=tts_factory,
                       strategies=turn_strategies(cfg, decision=res.decision, log=log))
     if isinstance(core.tts, PiperTTSService):
         core.tts.step_limit_s = limits.tts_chunk_s

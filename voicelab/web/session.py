@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,9 +64,11 @@ from voicelab.pipeline.frames import PlayoutMarkFrame, SnapshotFrame
 from voicelab.pipeline.llm_service import EngineLLMService
 from voicelab.pipeline.observers import EventObserver
 from voicelab.pipeline.resources import open_engine_for, warm_up_voice
+from voicelab.pipeline.shared_voice import SerializedVoice
 from voicelab.pipeline.stt_whisper import SharedRecognizer, load_recognizer
-from voicelab.pipeline.tts_piper import load_voice
+from voicelab.pipeline.tts_piper import PiperTTSService, load_voice
 from voicelab.pipeline.turns import turn_strategies, vad_analyzer
+from voicelab.pipeline.watchdog import Limits, WatchedEngine
 from voicelab.web.live import CanvasView, live_latency
 from voicelab.web.recording import LiveRecording, MicRecorder, page_message
 
@@ -245,34 +247,6 @@ class PageObserver(BaseObserver):
 
 # ---- shared resources ----------------------------------------------------------------------------------
 
-class SerializedVoice:
-    """A Piper voice shared by sessions: phonemizing and each synthesis step hold one lock.
-
-    Piper phonemizes through a process-global espeak-ng instance, which is not safe to call from two
-    threads at once; each session's TTS runs in its own thread, so they take turns here.
-    """
-
-    def __init__(self, voice: Any, lock: threading.Lock) -> None:
-        self._voice = voice
-        self._lock = lock
-
-    def phonemize(self, text: str) -> Any:
-        with self._lock:
-            return self._voice.phonemize(text)
-
-    def synthesize(self, text: str, *args: Any, **kwargs: Any) -> Iterator[Any]:
-        it = iter(self._voice.synthesize(text, *args, **kwargs))
-        while True:
-            with self._lock:
-                chunk = next(it, None)
-            if chunk is None:
-                return
-            yield chunk
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._voice, name)
-
-
 class ResourcePool:
     """Engines (one per engine and sampler) and the Piper voice: loaded once, shared by all sessions.
 
@@ -338,7 +312,13 @@ async def build_live_pipeline(session: Session, transport: Any) -> Any:
     # the VAD and smart-turn models load in a thread: other sessions' audio keeps flowing meanwhile
     vad, strategies = await asyncio.to_thread(
         lambda: (vad_analyzer(cfg), turn_strategies(cfg, decision=session.pool.decision, log=log)))
-    core = build_core(cfg, log, engine=session.engine, voice=session.voice, vad=vad, strategies=strategies)
+    # the watchdogs of `run_call` (voicelab.pipeline.watchdog): a stalled engine or TTS ends the reply, not
+    # the session
+    limits = Limits()
+    core = build_core(cfg, log, engine=WatchedEngine(session.engine, log, limits), voice=session.voice, vad=vad,
+                      strategies=strategies)
+    if isinstance(core.tts, PiperTTSService):
+        core.tts.step_limit_s = limits.tts_chunk_s
     playout = LivePlayout(log, sr, on_words=session.canvas.spoken_words)
     session.mic, session.playout = MicRecorder(log, sr), playout  # the two channels of the session's recording
     pipeline = Pipeline([transport.input(), session.mic, stt, *core.middle, transport.output(), playout, core.asst_agg])
