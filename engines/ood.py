@@ -96,8 +96,9 @@ def garbled_requests(n: int, seed: int) -> list[OodPrompt]:
         # a booking without its name is answered by asking for the name, not garbled
         skip = {"service", "name"} if intent == "book" else {"service"}
         used = [v for k, v in slots.items() if "{" + k + "}" in tpl and k not in skip]
-        # the minutes of "9 30 am" are not essential: without them "9 am" is still a valid time
-        essential = [w for v in used for w in v.split() if w != "30"] + list(cues)
+        # not essential: the minutes of "9 30 am" ("9 am" is still a valid time) and am/pm, which
+        # also occur outside the slot ("i am anna") and whose loss leaves the hour readable
+        essential = [w for v in used for w in v.split() if w not in ("30", "am", "pm")] + list(cues)
         out.append(OodPrompt("garbled", damage(text, r, essential)))
     return out
 
