@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
 QUESTION = ROOT / "audio_fixtures" / "single_question" / "t0_hi_what_time.wav"
 ARTIFACTS = ROOT / "test-artifacts"
+LEAD_S = 8.0  # fake-mic silence before the question: pipeline start + greeting + a margin (see the test)
 
 
 def _engine() -> str | None:
@@ -61,6 +62,20 @@ def _wait(page: Any, predicate: str, timeout_s: float = 20.0) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out after {timeout_s:g} s waiting for: {predicate}")
         page.wait_for_timeout(100)
+
+
+def _greeting_overlap(server: ServerThread) -> str:
+    """Where the caller's first speech landed against the greeting, from the server's rows (a failure says it)."""
+    for sess in list(server.app.state.registry.sessions.values()):
+        rows = [(e.t_ns / 1e6, e.turn, e.kind) for e in sess.log.events]
+        greet_end = max((t for t, turn, k in rows if k == "bot_audible_end" and turn == -1), default=None)
+        speech = min((t for t, _turn, k in rows if k == "vad_start"), default=None)
+        if speech is None:
+            return "the server heard no caller speech"
+        if greet_end is None or speech < greet_end:
+            return f"the question (VAD start at {speech:.0f} ms) overlapped the greeting (ended at {greet_end} ms)"
+        return f"the question started {speech - greet_end:.0f} ms after the greeting ended"
+    return "no session left to inspect"
 
 
 def _launch(pw: Any, mic: Path) -> Any:
@@ -98,8 +113,11 @@ def served() -> Iterator[ServerThread]:
 def test_browser_hears_reply_and_sees_canvas_and_latency(served: ServerThread, tmp_path: Path) -> None:
     from playwright.sync_api import sync_playwright
 
-    # lead-in silence: the fake mic starts at getUserMedia, the pipeline needs a moment to come up
-    mic = _mic_wav(tmp_path / "mic.wav", QUESTION, lead_s=4.0, tail_s=8.0)
+    # chromium's fake mic starts at getUserMedia, whatever the server does; the pipeline then comes up
+    # (0.3-0.5 s here, longer on a cold machine) and speaks its greeting (about 2.7 s). With 4 s of lead-in the
+    # question began only ~0.5 s after the greeting ended; a little slower and it talked over the greeting,
+    # which turns this test into a barge-in test (pause, then a decision that waits on the recognizer's words)
+    mic = _mic_wav(tmp_path / "mic.wav", QUESTION, lead_s=LEAD_S, tail_s=8.0)
     console: list[str] = []
     with sync_playwright() as pw:
         browser = _launch(pw, mic)
@@ -117,7 +135,8 @@ def test_browser_hears_reply_and_sees_canvas_and_latency(served: ServerThread, t
                             " && window.voicelab.committedCellsMax > 0", 45)
             except TimeoutError:
                 stats = page.evaluate("window.voicelab")
-                raise AssertionError(f"no reply measured in the page: {stats}; console: {console[-20:]}") from None
+                raise AssertionError(f"no reply measured in the page ({_greeting_overlap(served)}): {stats}; "
+                                     f"console: {console[-20:]}") from None
             page.wait_for_timeout(1500)  # let the reply play on, for the screenshot
             stats = page.evaluate("window.voicelab")
             if os.environ.get("VOICELAB_TEST_DEBUG"):
