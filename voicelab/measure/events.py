@@ -50,6 +50,9 @@ class EventKind(StrEnum):
     ENGINE_DONE = "engine_done"  # payload: tokens, steps, forwards, cancelled
     GATE_COMMIT = "gate_commit"  # payload: chunk_id, text, start_char, end_char, tokens_end, policy
     TOOL_CALL = "tool_call"  # payload: name, args, raw, start_char, end_char
+    # speculative synthesis (issue 11.3): a chunk not committed yet sent to TTS, its audio held
+    SPECULATIVE_REQUEST = "speculative_request"  # payload: spec_id, text, start_char, end_char, confidence
+    SPECULATIVE_RESULT = "speculative_result"  # payload: spec_id, outcome (hit | drop), reason, chunk_id, tts_ms_saved
     # output side
     TTS_REQUEST = "tts_request"  # payload: chunk_id, text
     TTS_FIRST_AUDIO = "tts_first_audio"  # payload: chunk_id
@@ -79,6 +82,8 @@ REQUIRED_PAYLOAD: dict[EventKind, tuple[str, ...]] = {
     EventKind.ENGINE_SNAPSHOT: ("step", "text"),
     EventKind.GATE_COMMIT: ("chunk_id", "text", "start_char", "end_char"),
     EventKind.TOOL_CALL: ("name", "raw"),
+    EventKind.SPECULATIVE_REQUEST: ("spec_id", "text"),
+    EventKind.SPECULATIVE_RESULT: ("spec_id", "outcome"),
     EventKind.TTS_REQUEST: ("chunk_id",),
     EventKind.TTS_FIRST_AUDIO: ("chunk_id",),
     EventKind.PLAYOUT_START: ("chunk_id",),
