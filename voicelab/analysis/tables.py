@@ -121,6 +121,12 @@ SCHEMA: dict[str, list[Column]] = {
         Column("cancelled", _B, "the generation was cancelled"),
         Column("chunks", _I, "gate commits of the reply"),
         Column("errors", _I, "error events of the reply"),
+        Column("spec_hits", _I, "speculative synthesis: held audio played as a committed chunk (null: none "
+                                "speculated)"),
+        Column("spec_drops", _I, "speculative synthesis: held audio thrown away unheard (revised, cut elsewhere, "
+                                 "reply ended)"),
+        Column("tts_ms_saved", _F, "speculative synthesis: synthesis ms already done when the hits' chunks were "
+                                   "requested"),
         Column("truth_far_ms", _F, "FAR re-derived from the recorded WAV (voicelab.measure.truth)"),
         Column("truth_stop_latency_ms", _F, "stop latency re-derived from the recorded WAV"),
         Column("far_diff_ms", _F, "far_ms - truth_far_ms"),
