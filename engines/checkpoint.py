@@ -2,6 +2,13 @@
 
 A folder holds config.json, model.safetensors or sharded model-0000i-of-0000n.safetensors with
 model.safetensors.index.json, tokenizer.json and tokenizer_config.json.
+
+Dream (Dream-v0-Instruct-7B; config.json `model_type: "Dream"`) is the Qwen2 layout: its config fields
+(hidden_size, num_hidden_layers, ..., rope_theta, rms_norm_eps, mask_token_id, tie_word_embeddings) are
+read into ModelConfig (`dream_config`), with q/k/v biases, bidirectional attention and shifted logits
+(position i-1 predicts token i); its tensor names (model.layers.N.self_attn.q_proj.weight ...) are
+renamed to the module's (`dream_tensor_name`). Its tokenizer may come as vocab.json + merges.txt
+(engines/tokenizer.py).
 """
 
 from __future__ import annotations
@@ -47,9 +54,61 @@ def _read_json(path: Path) -> dict:
     return d
 
 
+# Dream's config.json field -> ModelConfig field
+_DREAM_FIELDS = {"hidden_size": "d_model", "num_hidden_layers": "n_layers", "num_attention_heads": "n_heads",
+                 "num_key_value_heads": "n_kv_heads", "intermediate_size": "mlp_hidden_size",
+                 "vocab_size": "vocab_size", "max_position_embeddings": "max_sequence_length",
+                 "rope_theta": "rope_theta", "rms_norm_eps": "rms_norm_eps", "mask_token_id": "mask_token_id",
+                 "eos_token_id": "eos_token_id", "pad_token_id": "pad_token_id", "tie_word_embeddings": "weight_tying"}
+# Dream's tensor names (per layer after model.layers.N.) -> the module's (after model.transformer.blocks.N.)
+_DREAM_LAYER = {"self_attn.q_proj": "q_proj", "self_attn.k_proj": "k_proj", "self_attn.v_proj": "v_proj",
+                "self_attn.o_proj": "attn_out", "mlp.gate_proj": "ff_proj", "mlp.up_proj": "up_proj",
+                "mlp.down_proj": "ff_out", "input_layernorm": "attn_norm", "post_attention_layernorm": "ff_norm"}
+_DREAM_TOP = {"model.embed_tokens.weight": "model.transformer.wte.weight",
+              "model.norm.weight": "model.transformer.ln_f.weight", "lm_head.weight": "model.transformer.ff_out.weight"}
+
+
+def is_dream(d: dict) -> bool:
+    return str(d.get("model_type", "")).lower() == "dream"
+
+
+def dream_config(d: dict, path: Path) -> dict:
+    """A Dream config.json as ModelConfig fields: Qwen2 layout, bidirectional, shifted logits, q/k/v biases."""
+    for key in ("use_sliding_window", "rope_scaling"):
+        if d.get(key):
+            raise CheckpointError(f"{path}: '{key}' is set; this loader implements neither sliding windows nor "
+                                  "RoPE scaling")
+    if d.get("hidden_act", "silu") != "silu":
+        raise CheckpointError(f"{path}: hidden_act '{d['hidden_act']}' (this loader implements silu)")
+    out = {ours: d[theirs] for theirs, ours in _DREAM_FIELDS.items() if theirs in d}
+    n_heads = out.get("n_heads")
+    if d.get("head_dim") is not None and isinstance(n_heads, int) and n_heads and (
+            d["head_dim"] * n_heads != out.get("d_model")):
+        raise CheckpointError(f"{path}: head_dim {d['head_dim']} x {n_heads} heads differs from hidden_size "
+                              f"{out.get('d_model')} (not supported)")
+    out |= {"model_type": d.get("model_type"), "architectures": d.get("architectures") or ["DreamModel"],
+            "causal": False, "logits_shift": True, "qkv_bias": bool(d.get("attention_bias", True)),
+            "include_bias": False}
+    return out
+
+
+def dream_tensor_name(name: str) -> str:
+    """The module's name for one of Dream's tensors (unknown names come back unchanged and are refused later)."""
+    if name in _DREAM_TOP:
+        return _DREAM_TOP[name]
+    parts = name.split(".")
+    if len(parts) >= 5 and parts[:2] == ["model", "layers"] and parts[2].isdigit():
+        mod = ".".join(parts[3:-1])
+        if mod in _DREAM_LAYER:
+            return f"model.transformer.blocks.{parts[2]}.{_DREAM_LAYER[mod]}.{parts[-1]}"
+    return name
+
+
 def read_config(folder: Path) -> ModelConfig:
     path = folder / "config.json"
     d = _read_json(path)
+    if is_dream(d):
+        d = dream_config(d, path)
     for key in ("d_model", "n_layers", "n_heads", "vocab_size"):
         if not isinstance(d.get(key), int):
             raise CheckpointError(f"{path}: field '{key}' missing or not an integer")
@@ -104,7 +163,10 @@ def load(folder: str | Path, device: str | None = None, dtype: torch.dtype | Non
     if not folder.is_dir():
         raise CheckpointError(f"{folder}: checkpoint folder not found")
     config = read_config(folder)
+    dream = is_dream({"model_type": config.model_type})
     tok = ChatTokenizer.load(folder)
+    if tok.mask_id is None and dream:  # Dream's tokenizer_config may not name its mask token: config.json does
+        tok.set_mask(config.mask_token_id)
     if tok.vocab_size > config.embedding_size:
         raise CheckpointError(f"{folder / 'tokenizer.json'}: vocabulary of {tok.vocab_size} tokens does not fit "
                               f"the model's embedding_size {config.embedding_size}")
@@ -122,11 +184,12 @@ def load(folder: str | Path, device: str | None = None, dtype: torch.dtype | Non
             part = load_file(str(f), device="cpu")
         except (SafetensorError, OSError) as e:
             raise CheckpointError(f"{f}: unreadable safetensors file ({str(e).splitlines()[0][:100]})") from None
-        for name, t in part.items():
+        for stored, t in part.items():
+            name = dream_tensor_name(stored) if dream else stored
             if name not in expected:
-                raise CheckpointError(f"{f}: unexpected tensor '{name}' for this config.json")
+                raise CheckpointError(f"{f}: unexpected tensor '{stored}' for this config.json")
             if tuple(t.shape) != tuple(expected[name]):
-                raise CheckpointError(f"{f}: tensor '{name}' has shape {tuple(t.shape)}, config.json implies "
+                raise CheckpointError(f"{f}: tensor '{stored}' has shape {tuple(t.shape)}, config.json implies "
                                       f"{tuple(expected[name])}")
             state[name] = t
     missing = sorted(set(expected) - set(state))

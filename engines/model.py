@@ -1,7 +1,8 @@
 """The network: a LLaMA-style transformer in the LLaDA-8B-Instruct layout.
 
 Weight names and config.json fields follow LLaDA (model.transformer.wte, blocks.{i}.q_proj ...
-ff_out, ln_f), so a real LLaDA-8B-Instruct folder loads into this module unchanged. One flag,
+ff_out, ln_f), so a real LLaDA-8B-Instruct folder loads into this module unchanged; a Dream folder
+(Qwen2 layout: q/k/v biases, `qkv_bias`) loads through the renaming in engines/checkpoint.py. One flag,
 `causal`, turns the same module into the autoregressive baseline. `logits_shift` (our own field,
 Dream-style) means position i-1 predicts token i, which is how a diffusion model adapted from
 an autoregressive one keeps the AR head's alignment.
@@ -44,6 +45,7 @@ class ModelConfig:
     # voicelab fields (absent in LLaDA's config: defaults describe LLaDA)
     causal: bool = False
     logits_shift: bool = False
+    qkv_bias: bool = False  # q/k/v projections with biases (Dream, Qwen2 layout); LLaDA has none
 
     @classmethod
     def from_dict(cls, d: dict) -> ModelConfig:
@@ -108,9 +110,9 @@ class Block(nn.Module):
         hd = c.d_model // c.n_heads
         self.attn_norm = RMSNorm(c.d_model, c.rms_norm_eps)
         self.ff_norm = RMSNorm(c.d_model, c.rms_norm_eps)
-        self.q_proj = nn.Linear(c.d_model, c.n_heads * hd, bias=False)
-        self.k_proj = nn.Linear(c.d_model, c.n_kv_heads * hd, bias=False)
-        self.v_proj = nn.Linear(c.d_model, c.n_kv_heads * hd, bias=False)
+        self.q_proj = nn.Linear(c.d_model, c.n_heads * hd, bias=c.qkv_bias)
+        self.k_proj = nn.Linear(c.d_model, c.n_kv_heads * hd, bias=c.qkv_bias)
+        self.v_proj = nn.Linear(c.d_model, c.n_kv_heads * hd, bias=c.qkv_bias)
         self.attn_out = nn.Linear(c.d_model, c.d_model, bias=False)
         self.ff_proj = nn.Linear(c.d_model, c.mlp_hidden_size, bias=False)  # gate branch (SiLU)
         self.up_proj = nn.Linear(c.d_model, c.mlp_hidden_size, bias=False)

@@ -55,9 +55,54 @@ def _key_env(kind: str, base_url: str | None, api_key_env: str | None) -> str | 
     return name if os.environ.get(name) else None
 
 
+def check_spec(spec: str, *, sampler: str | None = None, base_url: str | None = None,
+               api_key_env: str | None = None) -> None:
+    """Everything about a spec that can be checked without opening it (no model loads, no connection):
+    its form, the sampler pairing, the profile name, `+flags`, the key variable, where --base-url applies."""
+    spec = spec.strip()
+    kind, sep, rest = spec.partition(":")
+    http = sep and (kind in ("openai", "mercury") or (kind == "profile" and "@" in rest))
+    if base_url is not None and not http:
+        raise EngineSpecError(f"engine '{spec}': --base-url applies only to openai:, mercury: and "
+                              "profile:NAME@http engines")
+    if api_key_env is not None and not (sep and kind in ("openai", "mercury")):
+        raise EngineSpecError(f"engine '{spec}': --api-key-env applies only to openai: and mercury: engines")
+    if spec in ("diffusion", "ar"):
+        _check_sampler(spec, spec == "ar", sampler)
+    elif sep and kind == "replay":
+        _no_sampler(spec, sampler)
+    elif sep and kind in ("openai", "mercury"):
+        _no_sampler(spec, sampler)
+        model, _, flag = rest.partition("+")
+        if not model:
+            raise EngineSpecError(f"engine '{spec}': a model name is needed, e.g. '{kind}:MODEL'")
+        if flag not in (("",) if kind == "openai" else ("", "diffusing")):
+            raise EngineSpecError(f"engine '{spec}': unknown option '+{flag}' "
+                                  f"({'openai takes none' if kind == 'openai' else 'mercury takes +diffusing'})")
+        env = _key_env(kind, base_url, api_key_env)
+        import os
+
+        if env is not None and not os.environ.get(env):
+            raise EngineSpecError(f"engine '{spec}': environment variable {env} (the API key) is not set")
+    elif sep and kind == "profile":
+        _no_sampler(spec, sampler)
+        name, at, where = rest.partition("@")
+        get_profile(name)
+        if at and not (where == "http" or (where.startswith("http:") and where[5:].isdigit())):
+            raise EngineSpecError(f"engine '{spec}': expected profile:NAME@http or profile:NAME@http:PORT")
+    elif Path(spec).is_dir() and (Path(spec) / "config.json").is_file():
+        from engines.checkpoint import read_config
+
+        _check_sampler(spec, read_config(Path(spec)).causal, sampler)
+    else:
+        raise EngineSpecError(f"unknown engine '{spec}' (expected one of {', '.join(SPEC_FORMS)}; "
+                              f"profiles: {', '.join(PROFILES)})")
+
+
 def open_engine_spec(spec: str, *, sampler: str | None = None, base_url: str | None = None,
                      api_key_env: str | None = None, device: str | None = None, seed: int = 0) -> EngineLike:
     """The engine a spec names (see the module docstring)."""
+    check_spec(spec, sampler=sampler, base_url=base_url, api_key_env=api_key_env)
     spec = spec.strip()
     kind, sep, rest = spec.partition(":")
     if spec in ("diffusion", "ar"):

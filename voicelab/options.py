@@ -8,8 +8,8 @@ Checked up front, before any model loads or any folder is made, each refusal one
 - a checkpoint folder's config.json is UTF-8 JSON with fields of the right types;
 - output paths: a folder that is not a file and can be written; a report file that is not a folder.
 
-Engine specs this module does not know (HTTP engines, profiles: `engines/registry.py`) pass through; their
-own opener refuses them with one line.
+Other engine specs (HTTP engines, profiles) go through the registry's own check (`engines.registry.check_spec`:
+form, profile name, `+flags`, the key's variable set, where --base-url applies), which opens nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path
 from engines.checkpoint import read_config
 from engines.engine import TINY_MODELS
 from engines.errors import CheckpointError
+from engines.registry import check_spec
 from engines.samplers import SAMPLERS
 from engines.trace import read_trace
 from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
@@ -45,6 +46,8 @@ def check_sampler(engine: str, sampler: str | None, causal: bool | None) -> None
 
 def check_engine(cfg: PipelineConfig) -> None:
     """The engine spec, its sampler, and what they name on disk (see the module doc)."""
+    if cfg.base_url is not None or cfg.api_key_env is not None:  # only where they apply
+        check_spec(cfg.engine, base_url=cfg.base_url, api_key_env=cfg.api_key_env)
     if cfg.engine.startswith("replay:"):
         path = Path(cfg.engine.split(":", 1)[1])
         if cfg.sampler is not None:
@@ -58,11 +61,12 @@ def check_engine(cfg: PipelineConfig) -> None:
     folder = TINY_MODELS.get(cfg.engine, Path(cfg.engine))
     if folder.is_dir():
         check_sampler(cfg.engine, cfg.sampler, read_config(folder).causal)
-    elif ":" in cfg.engine:
-        check_sampler(cfg.engine, cfg.sampler, None)  # an engine spec for the registry: only the name here
+    elif ":" in cfg.engine:  # EngineSpecError, one line
+        check_sampler(cfg.engine, cfg.sampler, None)
+        check_spec(cfg.engine, sampler=cfg.sampler, base_url=cfg.base_url, api_key_env=cfg.api_key_env)
     else:
-        raise CheckpointError(f"{folder}: checkpoint folder not found (--engine takes diffusion, ar, a folder or "
-                              "replay:TRACE.jsonl)")
+        raise CheckpointError(f"{folder}: checkpoint folder not found (--engine takes diffusion, ar, a folder, "
+                              "replay:TRACE.jsonl, openai:MODEL, mercury:MODEL[+diffusing] or profile:NAME[@http])")
 
 
 def check_out_dir(path: Path, option: str = "--out") -> None:

@@ -13,18 +13,21 @@ os.environ.setdefault("LOGURU_LEVEL", "WARNING")
 
 import typer  # noqa: E402
 
-from voicelab.cli import compare, report, run, serve  # noqa: E402
+from voicelab.cli import compare, mock_engine, probe, profiles, report, run, serve  # noqa: E402
 from voicelab.cli.common import fail  # noqa: E402
 from voicelab.cli.fixtures import fixtures_app  # noqa: E402
 
 app = typer.Typer(help="voicelab: a voice-agent latency lab for diffusion text engines.", no_args_is_help=True,
                   pretty_exceptions_enable=False, add_completion=False)
-app.command("run")(run.run)
+app.command("run", cls=run.RunCommand)(run.run)
 app.command("serve")(serve.serve)
 app.add_typer(fixtures_app, name="fixtures")
 app.command("report")(report.report)
 app.command("sweep")(report.sweep)
 app.command("compare")(compare.compare)
+app.command("mock-engine")(mock_engine.mock_engine)
+app.command("probe")(probe.probe)
+app.command("profiles")(profiles.profiles)
 
 bench_app = typer.Typer(help="Benchmarks (speed and memory targets live here, not in unit tests).",
                         no_args_is_help=True)

@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from engines.errors import CheckpointError
+from engines.errors import CheckpointError, EngineSpecError
 from voicelab.analysis import AnalysisError
 from voicelab.analysis.decide import decision_report, print_decision
 from voicelab.analysis.report import build_report
@@ -95,7 +95,7 @@ def sweep(
                 check_engine(PipelineConfig(engine=cell.engine, sampler=cell.sampler, policy=cell.policy))
         res = run_sweep(grid, out, RUNNERS[runner], ray_address=ray, cpus_per_cell=cpus_per_cell,
                         echo=typer.echo)
-    except (SweepError, AnalysisError, PipelineConfigError, CheckpointError) as exc:
+    except (SweepError, AnalysisError, PipelineConfigError, CheckpointError, EngineSpecError) as exc:
         fail(str(exc))
     if not res.pareto.empty:
         typer.echo(res.pareto.to_string(index=False))

@@ -5,9 +5,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import click
 import typer
+from typer.core import TyperCommand
 
 from engines.errors import CheckpointError, EngineSpecError
+from engines.profiles import PROFILES
 from voicelab.cli.common import fail, quiet_pipecat_logs
 from voicelab.faults import HELP as INJECT_HELP
 from voicelab.faults import FaultSpecError, parse_faults
@@ -22,20 +25,44 @@ from voicelab.pipeline.config import (
     PipelineConfigError,
 )
 from voicelab.runs.folder import RunFolderError
-from voicelab.runs.run import default_matrix, failed_runs, run_fixtures
+from voicelab.runs.run import MATRIX_HELP, default_matrix, failed_runs, run_fixtures
+
+
+def _is_matrix_name(token: str) -> bool:
+    return token in ("default", "profiles") or token.startswith("profiles:")
+
+
+class RunCommand(TyperCommand):
+    """`voicelab run`'s parser: a bare `--matrix` (last, or before another option or a fixture name) still
+    means the default matrix, as when it was a flag."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        out: list[str] = []
+        for i, a in enumerate(args):
+            out.append(a)
+            if a == "--matrix" and (i + 1 == len(args) or not _is_matrix_name(args[i + 1])):
+                out.append("default")
+        return super().parse_args(ctx, out)
 
 
 def run(
     fixtures: list[str] = typer.Argument(None, help="fixture names under audio_fixtures/ or paths; default: "
                                                     "the list in audio_fixtures/default.txt ('all' for every one)"),
-    engine: str = typer.Option("diffusion", help="diffusion, ar, a checkpoint folder, or replay:TRACE.jsonl"),
+    engine: str = typer.Option("diffusion", help="diffusion, ar, a checkpoint folder, replay:TRACE.jsonl, "
+                                                 "openai:MODEL, mercury:MODEL[+diffusing], profile:NAME[@http] "
+                                                 f"(profiles: {', '.join(PROFILES)}; `voicelab profiles`)"),
+    base_url: str = typer.Option(None, help="HTTP engines: the server's .../v1 URL (a vLLM, llama.cpp, Ollama or "
+                                            "`voicelab mock-engine` server; default: the provider's own)"),
+    api_key_env: str = typer.Option(None, help="HTTP engines: the NAME of the environment variable holding the API "
+                                               "key (the key itself is never written to the run folder)"),
     sampler: str = typer.Option(None, help="threshold, low_confidence, revising, autoregressive (default: the "
                                            "engine's own)"),
     policy: str = typer.Option("pinned", help="gate policy: final, prefix, stable:K, block, pinned, pinned:X"),
     stt: str = typer.Option("whisper", help=STT_HELP),
     vad: str = typer.Option("silero", help="silero or webrtc"),
     out: Path = typer.Option(Path("runs"), help="folder for run folders"),
-    matrix: bool = typer.Option(False, help="run the default matrix of configurations and write matrix.json"),
+    matrix: str = typer.Option(None, help=f"run a matrix of configurations and write matrix.json: {MATRIX_HELP}; "
+                                          "--matrix alone is the default one"),
     repeat: int = typer.Option(1, help="play the fixture list N times per configuration, pooled into one run "
                                        "folder (calls r1-00-NAME, r2-00-NAME, ...): narrower intervals"),
     barge_in: str = typer.Option("pause", help="pause (the VAD pauses the bot; it then stops for good or "
@@ -67,20 +94,21 @@ def run(
     try:
         shaper = ShaperParams(min_words=min_words, max_words=max_words, max_hold_ms=max_hold_ms,
                               first_min_words=first_chunk_words)
-        base = PipelineConfig(engine=engine, sampler=sampler, policy=policy, shaper=shaper, stt=stt, vad=vad,
+        base = PipelineConfig(engine=engine, base_url=base_url, api_key_env=api_key_env, sampler=sampler,
+                              policy=policy, shaper=shaper, stt=stt, vad=vad,
                               barge_in=barge_in, turn=turn, vad_stop_secs=vad_stop_secs, greeting=greeting,
                               preemptive=preemptive,
                               vad_start_secs=vad_start_secs,
                               keep_leading_ms=None if keep_leading_ms < 0 else keep_leading_ms,
                               speculative_tts=speculative_tts)
-        configs = default_matrix(base) if matrix else [base]
+        configs = default_matrix(base, matrix) if matrix else [base]
         faults = parse_faults(inject or [])
         if concurrency < 1:
             raise PipelineConfigError(f"--concurrency {concurrency}: needs at least 1")
         for cfg in configs:  # every refusal before a model loads or a folder is made
             check_engine(cfg)
         check_out_dir(out)
-        root = run_fixtures(fixtures, configs, out, matrix=matrix, command=list(sys.argv), repeat=repeat,
+        root = run_fixtures(fixtures, configs, out, matrix=bool(matrix), command=list(sys.argv), repeat=repeat,
                             faults=faults, concurrency=concurrency)
     except (FixtureError, PipelineConfigError, GateConfigError, CheckpointError, EngineSpecError, FaultSpecError,
             RunFolderError) as e:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 import uvicorn
 
-from engines.errors import CheckpointError
+from engines.errors import CheckpointError, EngineSpecError
 from voicelab.cli.common import fail, quiet_pipecat_logs
 from voicelab.gate import GateConfigError
 from voicelab.options import check_engine
@@ -27,7 +27,11 @@ from voicelab.web.session import ResourcePool
 def serve(
     host: Annotated[str, typer.Option(help="address to listen on (127.0.0.1: this machine only)")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port")] = 8000,
-    engine: Annotated[str, typer.Option(help="diffusion, ar, or a checkpoint folder")] = "diffusion",
+    engine: Annotated[str, typer.Option(help="diffusion, ar, a checkpoint folder, openai:MODEL, "
+                                        "mercury:MODEL[+diffusing] or profile:NAME[@http]")] = "diffusion",
+    base_url: Annotated[str | None, typer.Option(help="HTTP engines: the server's .../v1 URL")] = None,
+    api_key_env: Annotated[str | None, typer.Option(help="HTTP engines: the NAME of the environment variable "
+                                                    "holding the API key (never the key)")] = None,
     sampler: Annotated[str | None, typer.Option(help="sampler (default: the engine's own)")] = None,
     policy: Annotated[str, typer.Option(help="gate policy: final, prefix, stable:K, block, pinned[:X]")] = "pinned",
     vad: Annotated[str, typer.Option(help="silero or webrtc")] = "silero",
@@ -46,12 +50,12 @@ def serve(
 ) -> None:
     """Serve the live mic demo: speak in the browser, watch the canvas resolve and the latency meter."""
     try:
-        cfg = PipelineConfig(engine=engine, sampler=sampler, policy=policy, vad=vad, stt=stt, turn=turn,
-                             barge_in=barge_in, greeting=greeting)
+        cfg = PipelineConfig(engine=engine, base_url=base_url, api_key_env=api_key_env, sampler=sampler,
+                             policy=policy, vad=vad, stt=stt, turn=turn, barge_in=barge_in, greeting=greeting)
         check_engine(cfg)  # the same validation as run and sweep
         options = ServeOptions(pipeline=cfg, max_sessions=max_sessions, runs_dir=runs_dir,
                                allowed_origins=tuple(allow_origin or ()))
-    except (PipelineConfigError, GateConfigError, ServeError, CheckpointError) as e:
+    except (PipelineConfigError, GateConfigError, ServeError, CheckpointError, EngineSpecError) as e:
         fail(str(e))
     if not 0 < port < 65536:
         fail(f"port: {port} is not a TCP port")

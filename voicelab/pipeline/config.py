@@ -11,9 +11,11 @@ Plain Python (no pipecat): the CLI, the run writer and the web app validate opti
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from voicelab.gate import GatePolicy, ShaperParams
 
@@ -28,6 +30,9 @@ TURN_HELP = ("decide (smart-turn on the audio and the tiny decision model on the
 
 
 DEFAULT_GREETING = "Riverside Bike Works, how can I help?"
+# engine spec kinds whose decoding is fixed (no --sampler): hosted streams and timing profiles
+FIXED_DECODING = ("openai", "mercury", "profile")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class PipelineConfigError(ValueError):
@@ -38,7 +43,9 @@ class PipelineConfigError(ValueError):
 class PipelineConfig:
     """One configuration of the pipeline (see the module doc). `label` names it in reports."""
 
-    engine: str = "diffusion"  # "diffusion", "ar", a checkpoint folder, or "replay:TRACE.jsonl"
+    engine: str = "diffusion"  # an engine spec (engines/registry.py): diffusion, ar, a folder, replay:, profile:…
+    base_url: str | None = None  # HTTP engines: the server's …/v1 URL (None: the provider's own)
+    api_key_env: str | None = None  # HTTP engines: the NAME of the variable holding the key, never the key
     sampler: str | None = None  # None: the engine's default (threshold / autoregressive)
     policy: str = "pinned"
     shaper: ShaperParams = field(default_factory=ShaperParams)
@@ -73,6 +80,19 @@ class PipelineConfig:
             raise PipelineConfigError(f"vad_start_secs: {self.vad_start_secs} is not in (0, 1]")
         if self.sample_rate != 16000:
             raise PipelineConfigError("sample_rate: the pipeline runs at 16000 Hz (Silero, smart-turn, pocketsphinx)")
+        if self.api_key_env is not None and not _ENV_NAME.fullmatch(self.api_key_env):
+            raise PipelineConfigError("api_key_env: not an environment variable name (give the variable's name, "
+                                      "such as OPENAI_API_KEY, never the key itself; it is not echoed here)")
+        if self.base_url is not None:
+            try:
+                url = urlsplit(self.base_url)
+            except ValueError:
+                raise PipelineConfigError("base_url: not a URL (expected http(s)://HOST[:PORT]/v1)") from None
+            if url.username or url.password or url.query:  # checked first: such a URL is never echoed
+                raise PipelineConfigError("base_url: holds credentials or a query; config.json must hold no "
+                                          "secrets (pass the key's variable with --api-key-env)")
+            if url.scheme not in ("http", "https") or not url.hostname:
+                raise PipelineConfigError(f"base_url: '{self.base_url}' is not an http(s)://HOST[:PORT]/… URL")
         if self.speculative_tts is not None and not 0.0 < self.speculative_tts <= 1.0:
             raise PipelineConfigError(f"speculative_tts: {self.speculative_tts} is not a confidence in (0, 1]")
 
@@ -101,8 +121,12 @@ class PipelineConfig:
         return kind, value
 
     def engine_label(self) -> str:
+        """diffusion, ar, replay, the folder's name, or KIND-NAME for HTTP and profile specs (folder-safe)."""
         if self.engine.startswith("replay:"):
             return "replay"
+        kind, sep, rest = self.engine.partition(":")
+        if sep and kind in FIXED_DECODING:
+            return f"{kind}-{re.sub(r'[^A-Za-z0-9._]+', '-', rest).strip('-')}"
         return self.engine if self.engine in ("diffusion", "ar") else Path(self.engine).name
 
     def slug(self) -> str:
@@ -112,6 +136,8 @@ class PipelineConfig:
         policy = self.policy.replace(":", "")
         sampler = self.sampler or {"diffusion": "threshold", "ar": "autoregressive"}.get(self.engine, "default")
         spec = [f"spec{self.speculative_tts:g}"] if self.speculative_tts is not None else []
+        if self.engine.partition(":")[0] in FIXED_DECODING:  # no sampler to name: the decoding is the engine's
+            return "-".join([self.engine_label(), policy, *spec])
         return "-".join([self.engine_label(), sampler, policy, *spec])
 
     def to_dict(self) -> dict[str, Any]:

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from engines.decision import DecisionModel, load_decision_model
-from engines.engine import open_engine
 from engines.protocol import EngineLike
-from engines.trace import ReplayEngine
+from engines.registry import open_engine_spec
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.pipeline.stt_pocketsphinx import new_decoder
 from voicelab.pipeline.stt_whisper import SharedRecognizer, load_recognizer
@@ -37,10 +35,10 @@ class Resources:
 
 
 def open_engine_for(cfg: PipelineConfig) -> EngineLike:
-    """The engine a config names: a shipped tiny model, a checkpoint folder, or a trace replay."""
-    if cfg.engine.startswith("replay:"):
-        return ReplayEngine(Path(cfg.engine.split(":", 1)[1]))
-    return open_engine(cfg.engine, sampler=cfg.sampler)
+    """The engine a config's spec names (engines/registry.py): a tiny model, a checkpoint folder, a trace
+    replay, an OpenAI-compatible or Mercury stream, or a timing profile (in-process or through the mock)."""
+    return open_engine_spec(cfg.engine, sampler=cfg.sampler, base_url=cfg.base_url, api_key_env=cfg.api_key_env,
+                            seed=cfg.seed)
 
 
 def warm_up_voice(voice: Any) -> None:
