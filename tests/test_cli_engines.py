@@ -89,7 +89,9 @@ def test_engine_labels_and_matrices() -> None:
     assert ("profile:mercury-2", "final") in pol
     assert [c.engine for c in default_matrix(PipelineConfig(), "profiles:celeris-1,gpt-4.1-mini")] == [
         "profile:celeris-1", "profile:celeris-1", "profile:gpt-4.1-mini", "profile:gpt-4.1-mini"]
-    assert len(default_matrix(PipelineConfig())) == 4  # the default matrix is unchanged
+    default = default_matrix(PipelineConfig())  # the default matrix is the tiny engines' side-by-side
+    assert default == default_matrix(PipelineConfig(), "default")
+    assert not any(c.engine.startswith("profile:") for c in default)
 
 
 @pytest.mark.slow
