@@ -34,6 +34,7 @@ from voicelab.analysis import AnalysisError, RunData, client_server, find_runs, 
 from voicelab.measure import onset
 from voicelab.measure.truth import TruthError, read_call_wav, summary_verdict
 from voicelab.runs.folder import is_sealed
+from voicelab.runs.sweep import ACCURACY_BAR
 
 PARTS = ("endpointing_ms", "stt_ms", "engine_first_commit_ms", "gate_to_tts_ms", "tts_first_audio_ms",
          "playout_ms")
@@ -409,6 +410,32 @@ def _summary_table(runs: Sequence[RunData]) -> str:
     return f'<div class="scroll"><table>{head}{"".join(body)}</table></div>'
 
 
+def answers_section(runs: Sequence[RunData]) -> str:
+    """FAR beside answer accuracy and coherence per configuration (engines.answers), so a fast but wrong
+    configuration shows; accuracy below ACCURACY_BAR is marked."""
+    head = "".join(f"<th>{h}</th>" for h in ("configuration", "FAR p50", "FAR p95", "answer accuracy", "coherent",
+                                             "wrong tool calls", "tool calls executed / refused"))
+    body = []
+    for r in runs:
+        a = r.summary.get("answers") or {}
+        tools = r.summary.get("tool_calls") or {}
+        acc = a.get("correct")
+        cls = "note" if acc is None else ("ok" if acc >= ACCURACY_BAR else "bad")
+        acc_txt = "–" if acc is None else f"{100 * acc:.1f} % of {a.get('n')}"
+        coh = a.get("coherent")
+        coh_txt = "–" if coh is None else f"{100 * coh:.1f} % of {a.get('replies')}"
+        body.append(f"<tr><td>{html.escape(r.label)}</td><td>{_with_ci(r.summary, 'far_ms.p50')}</td>"
+                    f"<td>{_with_ci(r.summary, 'far_ms.p95')}</td><td class=\"{cls}\">{acc_txt}</td>"
+                    f"<td>{coh_txt}</td><td>{_fmt(a.get('wrong_tool_calls'))}</td>"
+                    f"<td>{_fmt(tools.get('executed'))} / {_fmt(tools.get('refused'))}</td></tr>")
+    return ("<h2>Answers beside FAR</h2>" + f'<div class="scroll"><table><tr>{head}</tr>{"".join(body)}</table></div>'
+            + _p(f"Answer accuracy: replies with the right intent and exact slot values, of the caller turns whose "
+                 f"fixture says what the answer is (expect_reply); below {100 * ACCURACY_BAR:.0f} % in red. "
+                 "Coherent: replies that are a well-formed response of the shop's reply grammar with consistent "
+                 "slots, of all replies. Wrong tool calls: a tool call where none (or another) was expected. "
+                 "Destructive tool calls without a reason are refused by the pipeline (--tool-reason)."))
+
+
 def _turn_table(run: RunData) -> str:
     cols = [c for c in TURN_COLS if c in run.turns.columns]
     head = "<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in cols) + "</tr>"
@@ -450,6 +477,7 @@ def render(runs: Sequence[RunData], title: str, max_turns: int = 12, max_canvase
     out.append(_img(fig, "FAR distribution") if fig else _p("No turn has a measured FAR."))
     out.append(_p("Each row is one configuration; each dot one answered caller turn (backchannels excluded). The box "
                   "spans the middle half of the turns, the line inside it is the median. Further left is faster."))
+    out.append(answers_section(runs))
     out.append("<h2>Where the time goes</h2>")
     fig = breakdown_plot(runs)
     out.append(_img(fig, "FAR breakdown") if fig else _p("No turn has a complete breakdown."))

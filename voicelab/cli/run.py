@@ -26,6 +26,7 @@ from voicelab.pipeline.config import (
 )
 from voicelab.runs.folder import RunFolderError
 from voicelab.runs.run import MATRIX_HELP, default_matrix, failed_runs, run_fixtures
+from voicelab.tool_reason import TOOL_REASON_HELP
 
 
 def _is_matrix_name(token: str) -> bool:
@@ -85,6 +86,7 @@ def run(
                                                "yet whose positions' confidence is >= THRESHOLD (0-1] goes to "
                                                "TTS early; its audio plays only if the gate commits it "
                                                "unchanged, else it is dropped unheard"),
+    tool_reason: str = typer.Option("words", help=f"destructive tool calls need a reason: {TOOL_REASON_HELP}"),
     inject: list[str] = typer.Option(None, help=f"inject a fault (repeatable): {INJECT_HELP}"),
     concurrency: int = typer.Option(1, help="calls played at the same time (each its own pipeline; the engine "
                                             "is shared): a load test"),
@@ -100,7 +102,7 @@ def run(
                               preemptive=preemptive,
                               vad_start_secs=vad_start_secs,
                               keep_leading_ms=None if keep_leading_ms < 0 else keep_leading_ms,
-                              speculative_tts=speculative_tts)
+                              speculative_tts=speculative_tts, tool_reason=tool_reason)
         configs = default_matrix(base, matrix) if matrix else [base]
         faults = parse_faults(inject or [])
         if concurrency < 1:

@@ -466,6 +466,17 @@ def _answer_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "wrong_tool_calls": sum(1 for r in scored if r.get("wrong_tool_call"))}
 
 
+def _tool_call_stats(evs: list[Event]) -> dict[str, int]:
+    """tool_call rows by outcome (voicelab.tool_reason); a row without one (older runs) was executed.
+
+    `confirmed` counts calls executed after the caller said yes to a spoken confirmation: the pipeline has no
+    such path yet, so it stays 0.
+    """
+    outcomes = [e.payload.get("outcome", "executed") for e in evs if e.kind == K.TOOL_CALL]
+    return {"executed": outcomes.count("executed"), "confirmed": outcomes.count("confirmed"),
+            "refused": outcomes.count("refused")}
+
+
 def _wer_stats(values: list[float]) -> dict[str, Any]:
     """Mean and p95 of per-turn word error rates (null without recognised turns)."""
     return {"mean": _r(sum(values) / len(values), 3) if values else None,
@@ -537,6 +548,7 @@ def summarize(events: Iterable[Event], config: Mapping[str, Any],
         "false_cut_ins": sum(1 for r in rows if r["false_cut_in"]),
         "stt_wer": _wer_stats(_vals(rows, "stt_wer")),
         "answers": _answer_stats(rows),
+        "tool_calls": _tool_call_stats(evs),
         "first_token_to_audio_ms": latency_stats(_vals(answered, "first_token_to_audio_ms")),
         "preemptive": {"hit": sum(1 for r in rows if r.get("preemptive") == "hit"),
                        "miss": sum(1 for r in rows if r.get("preemptive") == "miss"),

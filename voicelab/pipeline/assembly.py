@@ -37,7 +37,7 @@ from voicelab.measure.recording import CallRecorder
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.pipeline.faults import FaultyEngine, SttFaults, faulty_tts_factory, hang_up_when_due
 from voicelab.pipeline.fixture_input import FixturePlayerInput
-from voicelab.pipeline.gate_processor import GateProcessor
+from voicelab.pipeline.gate_processor import GateProcessor, ToolHandler
 from voicelab.pipeline.greeting import GreetingProcessor
 from voicelab.pipeline.llm_service import EngineLLMService
 from voicelab.pipeline.observers import EventObserver
@@ -52,6 +52,8 @@ from voicelab.pipeline.stt_whisper import SharedRecognizer, WhisperSTTService, l
 from voicelab.pipeline.tts_piper import PiperTTSService
 from voicelab.pipeline.turns import turn_strategies, vad_analyzer
 from voicelab.pipeline.watchdog import Limits, SttFinalWatchdog, WatchedEngine, run_within
+from voicelab.tool_reason import judge
+from voicelab.tool_reason import parse_mode as parse_tool_reason
 
 K = EventKind
 
@@ -106,12 +108,47 @@ class Core:
                 if p is not None]
 
 
+def make_tool_handler(tool_reason: str, llm: EngineLLMService, log: CallLog,
+                      tools: list[dict[str, Any]]) -> ToolHandler:
+    """The gate's tool handler: judge each tool call (`voicelab.tool_reason`, on the caller's words of the turn
+    the engine answered and the engine's commit-time confidence on the span), execute it (appended to `tools`,
+    put back into the engine's history) or refuse it (appended with its reason, never into the history).
+
+    Returns the outcome fields of the call's `tool_call` row; for an executed call of a held preemptive reply
+    it returns None and logs the row when the turn confirms the reply (a withdrawn reply's call never runs).
+    """
+    mode, bar = parse_tool_reason(tool_reason)
+
+    def act(call: ToolCall, turn: int, row: dict[str, Any]) -> None:
+        tools.append({"turn": turn, **call.to_payload(), **row})
+        if row["outcome"] == "executed":
+            llm.remember_tool_call(call.raw)
+
+    def handler(call: ToolCall, turn: int, confidence: float | None) -> dict[str, Any] | None:
+        verdict = judge(mode, call.name, call.args, llm.current_user, llm.earlier_user, confidence, bar)
+        row = {"outcome": verdict.outcome, "reason": verdict.reason}
+        if verdict.execute and llm.holding:  # a preemptive reply: act (and log) only once the turn confirms it
+            def released() -> None:
+                conf = None if confidence is None else round(confidence, 4)
+                log.log(K.TOOL_CALL, turn, {**call.to_payload(), "confidence": conf, **row})
+                act(call, turn, row)
+
+            llm.run_when_released(released)
+            return None
+        act(call, turn, row)
+        return row
+
+    return handler
+
+
 def build_core(cfg: PipelineConfig, log: CallLog, *, engine: EngineLike, voice: Any, vad: Any = None,
                strategies: Any = None, tts_factory: Any = None) -> Core:
     """Context, aggregators, engine service, gate and TTS for one call; the caller adds both ends.
 
-    The assistant aggregator goes after the output transport (it keeps only what was played); executed
-    tool calls are logged and put back into the engine's history.
+    The assistant aggregator goes after the output transport (it keeps only what was played). A destructive
+    tool call needs a reason (`cfg.tool_reason`, voicelab.tool_reason: the caller's words of that turn, or the
+    engine's commit-time confidence on the span); executed ones are put back into the engine's history, refused
+    ones are not; both are logged as `tool_call` rows with their outcome and reason.
     """
     context = LLMContext()
     user_agg, asst_agg = LLMContextAggregatorPair(
@@ -123,16 +160,7 @@ def build_core(cfg: PipelineConfig, log: CallLog, *, engine: EngineLike, voice: 
     )
     llm = EngineLLMService(engine, log, preemptive=cfg.preemptive, context=context)
     tools: list[dict[str, Any]] = []
-
-    def execute(call: ToolCall, turn: int) -> None:
-        tools.append({"turn": turn, **call.to_payload()})
-        llm.remember_tool_call(call.raw)
-
-    def tool_handler(call: ToolCall, turn: int) -> None:
-        if llm.holding:  # a preemptive reply: act only once the turn confirms it
-            llm.run_when_released(lambda: execute(call, turn))
-        else:
-            execute(call, turn)
+    tool_handler = make_tool_handler(cfg.tool_reason, llm, log, tools)
 
     if cfg.speculative_tts is None:
         gate = GateProcessor(log, cfg.policy, cfg.shaper, tool_handler=tool_handler)

@@ -18,6 +18,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from voicelab.gate import GatePolicy, ShaperParams
+from voicelab.tool_reason import ToolReasonError
+from voicelab.tool_reason import parse_mode as parse_tool_reason
 
 STT_CHOICES = ("whisper", "pocketsphinx", "transcript")
 STT_HELP = ("whisper (tiny.en from a package, streamed passes), pocketsphinx (streaming, fast, inaccurate) or "
@@ -63,6 +65,8 @@ class PipelineConfig:
     # speculative synthesis (voicelab.speculative): uncommitted text whose positions' confidence passes this
     # goes to TTS early, its audio held until the gate commits it unchanged; None: off
     speculative_tts: float | None = None
+    # destructive tool calls need a reason (voicelab.tool_reason): words, confidence[:BAR] or off
+    tool_reason: str = "words"
     seed: int = 0
     label: str | None = None
 
@@ -93,6 +97,10 @@ class PipelineConfig:
                                           "secrets (pass the key's variable with --api-key-env)")
             if url.scheme not in ("http", "https") or not url.hostname:
                 raise PipelineConfigError(f"base_url: '{self.base_url}' is not an http(s)://HOST[:PORT]/… URL")
+        try:
+            parse_tool_reason(self.tool_reason)
+        except ToolReasonError as e:
+            raise PipelineConfigError(str(e)) from None
         if self.speculative_tts is not None and not 0.0 < self.speculative_tts <= 1.0:
             raise PipelineConfigError(f"speculative_tts: {self.speculative_tts} is not a confidence in (0, 1]")
 

@@ -4,7 +4,10 @@ Consumes the engine's `SnapshotFrame`s (from `voicelab.pipeline.llm_service`), f
 pins released tokens back to the generation before it steps again (the snapshot frame carries an ack the
 LLM service waits on), ticks the gate's hold timer, and emits one `ChunkTextFrame` (an
 `AggregatedTextFrame`, so pipecat's TTS speaks it at once with no sentence buffering) per released chunk.
-Tool-call spans are never spoken: committed ones go to the tool handler and are logged as `tool_call`.
+Tool-call spans are never spoken: committed ones go to the tool handler, with the engine's commit-time
+confidence on the span (`voicelab.tool_reason.CommitConfidence`), and are logged as `tool_call` with what the
+handler returned (its outcome: executed or refused, and why); a handler that returns None logs the row itself
+when it acts (a held preemptive reply).
 """
 
 from __future__ import annotations
@@ -26,11 +29,13 @@ from voicelab.gate import Gate, GatePolicy, ShaperParams, ToolCall
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind
 from voicelab.pipeline.frames import CHUNK_TEXT_TYPE, ChunkTextFrame, SnapshotFrame
+from voicelab.tool_reason import CommitConfidence
 
 K = EventKind
 
 
-ToolHandler = Callable[[ToolCall, int], Any]
+# (call, reply turn, commit-time confidence on the span) -> extra fields of its tool_call row (None: it logs)
+ToolHandler = Callable[[ToolCall, int, float | None], dict[str, Any] | None]
 
 
 class GateProcessor(FrameProcessor):
@@ -46,6 +51,8 @@ class GateProcessor(FrameProcessor):
         self._tool_handler = tool_handler
         self._gate: Gate | None = None
         self._gen_id: int | None = None
+        self._confidence = CommitConfidence()  # of the reply being fed
+        self._snapshot: Any = None  # the newest snapshot fed
         self._turn = -1
         self._next_chunk_id = 0  # chunk ids are unique within the call
         self._chunk_base = 0
@@ -93,11 +100,15 @@ class GateProcessor(FrameProcessor):
             pin = f.pin if self.policy.pinned else None
             self._gate = Gate(self.policy, self.shaper, pin=pin)
             self._gen_id = f.gen_id
+            self._confidence = CommitConfidence()
             self._turn = f.turn
             self._chunk_base = self._next_chunk_id
         gate = self._gate
         if gate is None:
             return
+        if f.snapshot is not None:
+            self._confidence.observe(f.snapshot)
+            self._snapshot = f.snapshot
         async with self._lock:
             chunks = gate.feed(f.snapshot, self._log.now_ns())
             await self._emit(gate, chunks)
@@ -105,12 +116,17 @@ class GateProcessor(FrameProcessor):
     async def _emit(self, gate: Gate, chunks: list[Any]) -> None:
         for call in gate.pop_tool_calls():
             self.tool_calls.append(call)
-            self._log.log(K.TOOL_CALL, self._turn, call.to_payload())
+            conf = self._confidence.tool_span(self._snapshot) if self._snapshot is not None else None
+            payload = {**call.to_payload(), "confidence": None if conf is None else round(conf, 4)}
+            extra: dict[str, Any] | None = {}
             if self._tool_handler is not None:
                 try:
-                    self._tool_handler(call, self._turn)
+                    extra = self._tool_handler(call, self._turn, conf)
                 except Exception as e:  # a broken tool must not stop the call
                     self._log.error("tool_handler", e, self._turn)
+                    extra = {"outcome": "error"}
+            if extra is not None:
+                self._log.log(K.TOOL_CALL, self._turn, {**payload, **extra})
         for span in gate.malformed_tool_spans[len(self.malformed_tool_spans):]:
             self.malformed_tool_spans.append(span)
         for chunk in chunks:

@@ -291,7 +291,8 @@ def print_turns(console: Console, rows: list[dict[str, Any]], title: str = "per 
             ("endpt", "endpointing_ms"), ("stt", "stt_ms"), ("engine", "engine_first_commit_ms"),
             ("tts", "tts_first_audio_ms"), ("playout", "playout_ms"), ("stop ms", "stop_latency_ms"),
             ("heard err", "heard_word_errors"), ("false BI", "false_barge_in"), ("churn", "churn"),
-            ("post-syn", "post_synthesis"), ("audible", "audible"), ("errors", "errors")]
+            ("post-syn", "post_synthesis"), ("audible", "audible"), ("answer ok", "answer_correct"),
+            ("coherent", "coherent"), ("errors", "errors")]
     for name, _ in cols:
         t.add_column(name, justify="left" if name in ("call", "expect") else "right")
     for r in rows:
@@ -323,10 +324,21 @@ def failed_runs(root: Path) -> list[Path]:
     return out
 
 
+def _answer_cells(s: Mapping[str, Any]) -> tuple[str, str, str]:
+    """'answer acc' (correct of the replies the fixtures score, with n), 'coherent' (of all replies) and tool
+    calls executed/refused, for the overall table: FAR beside whether the answers were right."""
+    a = s.get("answers") or {}
+    tools = s.get("tool_calls") or {}
+    acc = "—" if a.get("correct") is None else f"{100 * a['correct']:.1f} % of {a.get('n')}"
+    coh = "—" if a.get("coherent") is None else f"{100 * a['coherent']:.1f} %"
+    return acc, coh, f"{_f(tools.get('executed'))}/{_f(tools.get('refused'))}" if tools else "—"
+
+
 def print_summary(console: Console, summaries: Sequence[dict[str, Any]]) -> None:
     t = Table(title="overall")
     for name in ("config", "turns", "FAR p50", "FAR p95", "stop p50", "stop p95", "recovery p50", "heard err",
-                 "false BI", "audible/100w", "churn", "post-syn", "1st commit p50", "tok/s", "truth FAR Δp95"):
+                 "false BI", "audible/100w", "churn", "post-syn", "answer acc", "coherent", "tools run/refused",
+                 "1st commit p50", "tok/s", "truth FAR Δp95"):
         t.add_column(name, justify="left" if name == "config" else "right", overflow="fold",
                      no_wrap=name == "config")
     for s in summaries:
@@ -336,7 +348,8 @@ def print_summary(console: Console, summaries: Sequence[dict[str, Any]]) -> None
                   _pci(s["stop_latency_ms"], "p50"), _pci(s["stop_latency_ms"], "p95"),
                   _pci(s["recovery_ms"], "p50"),
                   _f(s["heard_text_word_errors"]), _f(s["false_barge_ins"]), _f(rev["audible_per_100_words"], 2),
-                  _f(rev["churn"]), _f(rev["post_synthesis"]), _f(s["engine_figures"]["first_commit_ms_p50"]),
+                  _f(rev["churn"]), _f(rev["post_synthesis"]), *_answer_cells(s),
+                  _f(s["engine_figures"]["first_commit_ms_p50"]),
                   _f(s["engine_figures"]["tokens_per_s"]), _f(s["truth"]["far_abs_diff_ms_p95"]))
     console.print(t)
 

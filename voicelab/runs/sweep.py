@@ -50,6 +50,9 @@ from voicelab.runs.synthetic import synthetic_cell_runner
 
 RAY_CONNECT_DEADLINE_S = 30.0  # joining a cluster takes seconds; past this the address is wrong or down
 LOCK = ".sweep.lock"  # holds the pid of the sweep writing this folder
+# answer accuracy (engines.answers, against the fixtures' expect_reply) below this marks a configuration as
+# fast-but-wrong in the Pareto table and plot: issue 14's target for the bundled suite
+ACCURACY_BAR = 0.95
 
 CONCURRENCY_NOTE_LOCAL = ("note: cells run one after another here; anything else busy on this machine (a training "
                           "job, another sweep) still shifts the latencies, so compare cells of one quiet sweep.")
@@ -291,7 +294,9 @@ def write_sweep_matrix(sweep: Path, cells: Iterable[CellSpec], runs: Mapping[str
 
 def pareto_table(cells: Sequence[CellSpec], runs: Mapping[str, Path]) -> pd.DataFrame:
     """One row per configuration (its cells' fixtures pooled): FAR p50 over answered turns, audible defects
-    per 100 spoken words, and whether no other configuration beats it on both (`pareto`)."""
+    per 100 spoken words, and whether no other configuration beats it on both (`pareto`); beside them answer
+    accuracy (of the turns the fixtures score), coherence (of all replies) and `accuracy_ok` (accuracy >=
+    ACCURACY_BAR; False also when nothing was scored), so a fast but wrong configuration shows."""
     groups: dict[str, list[CellSpec]] = {}
     for c in cells:
         if c.cell_id in runs:
@@ -302,6 +307,8 @@ def pareto_table(cells: Sequence[CellSpec], runs: Mapping[str, Path]) -> pd.Data
         audible = spoken = 0
         has_rev = False
         turns = 0
+        correct: list[bool] = []
+        coherent: list[bool] = []
         for c in cs:
             try:
                 rd = load_run(runs[c.cell_id])
@@ -311,6 +318,9 @@ def pareto_table(cells: Sequence[CellSpec], runs: Mapping[str, Path]) -> pd.Data
             answered = t[t["expect"].fillna("") != "no_interrupt"]
             far += [float(x) for x in answered["far_ms"].dropna()]
             turns += len(t)
+            for col, acc in (("answer_correct", correct), ("coherent", coherent)):
+                if col in t:
+                    acc += [bool(x) for x in t[col].dropna()]
             rev = rd.summary.get("revisions") or {}
             if rev.get("audible") is not None:
                 has_rev = True
@@ -321,9 +331,14 @@ def pareto_table(cells: Sequence[CellSpec], runs: Mapping[str, Path]) -> pd.Data
                      "shaper": c0.shaper_label, "cells": len(cs), "turns": turns,
                      "far_p50_ms": float(np.median(far)) if far else math.nan,
                      "audible_per_100_words": (100.0 * audible / spoken) if has_rev and spoken else math.nan,
-                     "spoken_words": spoken})
+                     "spoken_words": spoken,
+                     "answer_accuracy": float(np.mean(correct)) if correct else math.nan,
+                     "answers_scored": len(correct),
+                     "coherent": float(np.mean(coherent)) if coherent else math.nan,
+                     "accuracy_ok": bool(correct) and float(np.mean(correct)) >= ACCURACY_BAR})
     df = pd.DataFrame(rows, columns=["label", "engine", "sampler", "policy", "shaper", "cells", "turns",
-                                     "far_p50_ms", "audible_per_100_words", "spoken_words"])
+                                     "far_p50_ms", "audible_per_100_words", "spoken_words", "answer_accuracy",
+                                     "answers_scored", "coherent", "accuracy_ok"])
     df["pareto"] = _pareto_mask(df)
     return df.sort_values(["far_p50_ms", "audible_per_100_words"], na_position="last").reset_index(drop=True)
 
@@ -342,7 +357,10 @@ def _pareto_mask(df: pd.DataFrame) -> list[bool]:
 
 
 def pareto_figure(df: pd.DataFrame) -> Figure:
-    """FAR p50 (x) against audible defects per 100 words (y); the frontier joined, lower-left is better."""
+    """FAR p50 (x) against audible defects per 100 words (y); the frontier joined, lower-left is better.
+
+    Configurations whose answer accuracy is below ACCURACY_BAR (or not scored) are circled in red: fast but
+    wrong; each label carries its accuracy."""
     fig = Figure(figsize=(8, 5))
     ax = fig.subplots()
     ok = df.dropna(subset=["far_p50_ms", "audible_per_100_words"]) if len(df) else df
@@ -352,9 +370,17 @@ def pareto_figure(df: pd.DataFrame) -> Figure:
         front = ok[ok["pareto"]].sort_values("far_p50_ms")
         ax.step(front["far_p50_ms"], front["audible_per_100_words"], where="post", color="black", linewidth=1,
                 label="Pareto frontier")
-        for r in ok.itertuples(index=False):
-            ax.annotate(f"{r.engine}/{r.sampler}/{r.shaper}", (r.far_p50_ms, r.audible_per_100_words), fontsize=6,
-                        xytext=(3, 3), textcoords="offset points")
+        wrong = ok[~ok["accuracy_ok"].astype(bool)] if "accuracy_ok" in ok else ok.iloc[0:0]
+        if len(wrong):
+            ax.scatter(wrong["far_p50_ms"], wrong["audible_per_100_words"], s=160, facecolors="none",
+                       edgecolors="red", linewidths=1.5, zorder=4,
+                       label=f"answer accuracy < {100 * ACCURACY_BAR:.0f} %")
+        for r in ok.to_dict("records"):
+            acc = r.get("answer_accuracy", math.nan)
+            acc_txt = "acc —" if acc is None or math.isnan(acc) else f"acc {100 * acc:.0f} %"
+            ax.annotate(f"{r['engine']}/{r['sampler']}/{r['shaper']} ({acc_txt})",
+                        (r["far_p50_ms"], r["audible_per_100_words"]), fontsize=6, xytext=(3, 3),
+                        textcoords="offset points")
         ax.legend(fontsize=7, title="policy", title_fontsize=7)
     else:
         ax.text(0.5, 0.5, "no finished configuration with FAR and revision figures", ha="center",
