@@ -222,8 +222,10 @@ def test_default_matrix_and_tables() -> None:
     m = default_matrix()
     assert [(c.engine, c.sampler, c.policy) for c in m] == [
         ("diffusion", "threshold", "pinned"), ("diffusion", "threshold", "final"),
-        ("diffusion", "revising", "stable:2"), ("ar", "autoregressive", "prefix")]
-    assert len({c.slug() for c in m}) == 4
+        ("diffusion", "revising", "stable:2"), ("diffusion", "revising", "stable:2"),
+        ("ar", "autoregressive", "prefix")]
+    assert [c.speculative_tts for c in m] == [None, None, None, 0.9, None]
+    assert len({c.slug() for c in m}) == 5
     console = Console(record=True, width=200)
     print_summary(console, [summarize([], {"run_id": "r"})])
     print_turns(console, [])

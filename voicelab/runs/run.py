@@ -56,6 +56,9 @@ def default_matrix(base: PipelineConfig | None = None, name: str = "default") ->
         replace(b, engine="diffusion", sampler="threshold", policy="pinned", label="diffusion-threshold-pinned"),
         replace(b, engine="diffusion", sampler="threshold", policy="final", label="diffusion-threshold-final"),
         replace(b, engine="diffusion", sampler="revising", policy="stable:2", label="diffusion-revising-stable2"),
+        # the same with speculative synthesis (issue 11.3): confident drafts synthesized early, held audio
+        replace(b, engine="diffusion", sampler="revising", policy="stable:2", speculative_tts=0.9,
+                label="diffusion-revising-stable2-spec0.9"),
         replace(b, engine="ar", sampler="autoregressive", policy="prefix", label="ar-autoregressive-prefix"),
     ]
 
