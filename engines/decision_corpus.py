@@ -4,8 +4,11 @@
   (no)? Complete: questions and requests from the call-centre corpus (engines/corpus.py) and
   our own templates, bare answers (names, digits, "yes", "no", "okay"), closings ("thank you
   goodbye"). Cut off: the same sentences stopped after a word that cannot end a sentence (a
-  preposition, article, conjunction, "my name is"), phone and order numbers stopped half way,
-  filler starts ("um so i wanted to"), and an empty transcript.
+  preposition, article, conjunction, "my name is"), phone and order numbers stopped half way
+  (as digits or as words), filler starts ("um so i wanted to"), prefaces (a discourse marker, a
+  preamble or a vocative with nothing asked yet: "so listen", "the thing is", "and so my
+  friends"), and an empty transcript. A full request that *starts* with a preface ("so um what
+  time do you open") is complete: the end of the words decides, not their opening.
 - `interruption`: the bot is talking and paused at the caller's voice; are the words heard so
   far a real interruption (yes: a correction, "wait", a new request, or the start of one) or not
   (no: a backchannel like "mm hmm", or recogniser noise like "", "the", "uh")?
@@ -57,6 +60,9 @@ CUT_WORDS: dict[str, str] = {
 CORPUS_INTENTS = ("greeting", "hours", "address", "book", "book_ask_name", "book_name_followup", "reschedule",
                   "cancel", "order_status", "readback_phone", "readback_booking", "small_talk", "goodbye")
 NEW_NAMES = ("priya", "tom", "wendy", "omar", "lucy", "raj", "sofia", "henry", "mei", "pablo")
+# more first names for both splits (not the held-out NEW_NAMES): a name answer is complete whatever the name
+MORE_NAMES = ("arjun", "beatrice", "carlos", "dmitri", "eva", "felix", "gita", "hassan", "ines", "jonas", "kemal",
+              "lena", "marco", "nadia", "oscar", "paula", "ravi", "sara", "tariq", "ursula", "victor", "wei")
 
 # (train templates, held-out-only templates); {day} {time} {name} {service} {num} are filled in
 QUESTIONS = ([
@@ -66,6 +72,9 @@ QUESTIONS = ([
     "do you do {service} while i wait", "i need {service} for my road bike", "can someone look at my brakes",
     "is my bike ready", "i would like to speak to a mechanic", "can i pick up my bike on {day} at {time}",
     "please book me in for {service}", "i want to buy a new chain", "do you rent bikes",
+    "what are your hours on {day}", "can i get a quote for {service}", "where can i park",
+    "how much would it cost to fix a chain", "is anyone free to look at my wheel today",
+    "my brakes are squeaking", "i think my gears need {service}", "the chain keeps falling off",
 ], [
     "do you sell electric bikes", "what does {service} cost", "could i come in on {day} after work",
     "have you got inner tubes for a mountain bike", "do you fix punctures on the spot",
@@ -80,9 +89,13 @@ CLOSINGS = ([
 SHORT_ANSWERS = ([
     "yes", "no", "okay", "sure", "yes please", "no thanks", "that is right", "that works", "correct",
     "yeah that is fine", "sounds good", "yeah", "no that is wrong", "yes that is correct", "fine",
+    "no it is not", "that is fine", "please do", "definitely", "sounds great", "no problem",
+    "that would be great", "not really", "i think so", "exactly", "yeah sure", "certainly", "okay great",
+    "no not yet", "yes i do", "no i do not", "that is it",
 ], ["yep", "absolutely", "nope", "that is perfect", "of course", "go ahead"])
 NAME_ANSWERS = (["{name}", "it is {name}", "the name is {name}", "my name is {name}", "put it under {name}",
-                 "{name} please"], ["it is for {name}", "you can put {name}", "under {name} please"])
+                 "{name} please", "this is {name}", "call me {name}", "book it for {name}", "{name} thanks",
+                 "yes it is {name}", "under {name}", "it is {name} {name2}", "{name} {name2}"], ["it is for {name}", "you can put {name}", "under {name} please"])
 NUMBER_ANSWERS = (["{num}", "it is {num}", "my number is {num}", "the order number is {num}",
                    "order {num}", "my phone number is {num}"],
                   ["the number is {num}", "you can reach me on {num}", "it should be {num}"])
@@ -92,6 +105,23 @@ FILLER_STARTS = ([
     "and also", "um", "uh", "so", "well", "the thing is", "i was just going to ask", "hi yes i wanted to ask",
     "okay so um", "right so", "what i need is", "i was hoping to", "can you tell me",
 ], ["um i was going to", "yes hello i am calling because", "so basically", "and um", "hi so i just"])
+# prefaces: a discourse marker, a preamble or an opener that announces the request without making it
+# yet; alone, or with a vocative after (or before) it, the caller has more to say. The held-out
+# lists hold openers and vocatives the training split never sees.
+PREFACES = ([
+    "and so", "so listen", "well you see", "the thing is", "what i wanted to ask is", "okay so um", "now then",
+    "let me tell you", "here is the thing", "first of all", "you know what", "so here is the deal", "and then",
+    "right so listen", "so what happened was", "the reason i am calling is", "i have to say", "okay listen",
+    "so my question is", "as i was saying", "to be honest", "i just wanted to say", "well um", "and now",
+    "what i would like to know is", "so anyway", "look", "listen",
+], [
+    "so get this", "now look", "so the story is", "what i am trying to say is", "and so then", "well now",
+    "the point is", "let me explain", "to begin with", "so here is my question", "i must say", "now listen",
+])
+VOCATIVES = ([
+    "my friends", "my dear friends", "my fellow customers", "everyone", "folks", "guys", "ladies and gentlemen",
+    "everybody", "my friend", "you guys", "all of you", "people", "mate",
+], ["dear listeners", "sir", "madam", "my good friends", "team", "colleagues", "boys and girls"])
 BOT_QUESTIONS = (
     "what name should i put it under?", "is that right?", "can i help with anything else?",
     "shall i book that for you?", "what is your phone number?", "what is your order number?",
@@ -130,10 +160,11 @@ def _pick(r: random.Random, pair: tuple[list[str], list[str]], split: str) -> tu
 
 
 def _fill(r: random.Random, template: str, split: str) -> str:
-    names = NEW_NAMES if split == "heldout" and r.random() < 0.3 else B.NAMES
+    names = NEW_NAMES if split == "heldout" and r.random() < 0.3 else B.NAMES + MORE_NAMES
     day, day2 = r.sample(B.DAYS, 2)
     num = " ".join(r.choice("0123456789") for _ in range(r.choice((5, 7))))
-    return template.format(day=day, day2=day2, time=r.choice(B.TIMES), name=r.choice(names),
+    name, name2 = r.sample(names, 2)
+    return template.format(day=day, day2=day2, time=r.choice(B.TIMES), name=name, name2=name2,
                            service=r.choice(B.SERVICES), num=num)
 
 
@@ -150,15 +181,40 @@ def _corpus_turn(r: random.Random) -> tuple[str, str]:
     return e.messages[-1]["content"], ctx
 
 
+def _preface(r: random.Random, split: str) -> tuple[str, bool]:
+    """An opener alone, with a vocative after (or before) it, or a vocative alone; maybe a hesitation."""
+    o, novel = _pick(r, PREFACES, split)
+    roll = r.random()
+    if roll < 0.4:
+        text = o
+    else:
+        v, novel_v = _pick(r, VOCATIVES, split)
+        novel = novel or novel_v
+        text = f"{o} {v}" if roll < 0.85 else f"{v} {o}" if roll < 0.93 else v
+        if roll >= 0.93:
+            novel = novel_v
+    if r.random() < 0.15:
+        text += r.choice((" um", " uh"))
+    return text, novel
+
+
 def _complete(r: random.Random, split: str) -> tuple[str, str, str, bool]:
     """(text, kind, context, novel) of a complete turn."""
     roll = r.random()
-    if roll < 0.35:
+    if roll < 0.3:
         text, ctx = _corpus_turn(r)
         return text, "request", ctx, False
-    if roll < 0.55:
+    if roll < 0.47:
         t, novel = _pick(r, QUESTIONS, split)
         return _fill(r, t, split), "question", "", novel
+    if roll < 0.57:
+        # a preface, then the whole request: complete, the words end on the request
+        pre, novel = _preface(r, split)
+        if r.random() < 0.5:
+            t, novel_q = _pick(r, QUESTIONS, split)
+            return f"{pre} {_fill(r, t, split)}", "preface_request", "", novel or novel_q
+        text, ctx = _corpus_turn(r)
+        return f"{pre} {text}", "preface_request", ctx, novel
     if roll < 0.67:
         t, novel = _pick(r, CLOSINGS, split)
         return t, "closing", _bot_line(r) if r.random() < 0.5 else "", novel
@@ -178,6 +234,8 @@ def _cut(r: random.Random, text: str) -> tuple[str, str] | None:
     # a run of 5+ digits is a phone or order number: stopping inside it leaves it unfinished
     digit_cuts = [i for i in range(1, len(w)) if w[i - 1].isdigit() and w[i].isdigit() and _run_len(w, i) >= 5]
     word_cuts = [i for i in range(1, len(w)) if w[i - 1] in CUT_WORDS]
+    # a 5-digit stop is left out: 5 digits are a whole order number (numbers here are 5 or 7 long)
+    digit_cuts = [i for i in digit_cuts if _run_start(w, i) != i - 5]
     if digit_cuts and r.random() < 0.5:
         i = r.choice(digit_cuts)
         return " ".join(w[:i]), "cut_number"
@@ -185,6 +243,24 @@ def _cut(r: random.Random, text: str) -> tuple[str, str] | None:
         i = r.choice(word_cuts)
         return " ".join(w[:i]), CUT_WORDS[w[i - 1]]
     return None
+
+
+def _run_start(w: list[str], i: int) -> int:
+    """Start of the digit run that ends just before position i (i itself if w[i - 1] is no digit)."""
+    a = i
+    while a > 0 and w[a - 1].isdigit():
+        a -= 1
+    return a
+
+
+def _half_number(r: random.Random, split: str) -> tuple[str, str, bool]:
+    """A number answer stopped inside its digits (never at 5: that is a whole order number)."""
+    t, novel = _pick(r, NUMBER_ANSWERS, split)
+    w = _fill(r, t, split).split()
+    a = next(i for i, x in enumerate(w) if x.isdigit())
+    n = _run_len(w, a)
+    keep = r.choice([k for k in range(1, n) if k != 5])
+    return " ".join(w[:a + keep]), r.choice(BOT_QUESTIONS[4:6]) if r.random() < 0.6 else "", novel
 
 
 def _run_len(w: list[str], i: int) -> int:
@@ -203,10 +279,19 @@ def _incomplete(r: random.Random, split: str) -> tuple[str, str, str, bool]:
     if roll < 0.15:
         t, novel = _pick(r, FILLER_STARTS, split)
         return t, "filler_start", "", novel
-    if roll < 0.2:
+    if roll < 0.3:
+        text, novel = _preface(r, split)
+        return text, "preface", _bot_line(r) if r.random() < 0.4 else "", novel
+    if roll < 0.38:
+        text, ctx, novel = _half_number(r, split)
+        # said as words half the time, as a recogniser may write it ("five five five")
+        if r.random() < 0.5:
+            text = " ".join(_NUM_WORDS[int(x)] if x.isdigit() else x for x in text.split())
+        return text, "cut_number", ctx, novel
+    if roll < 0.43:
         return r.choice(("my name is", "the name is", "it is", "my number is", "my phone number is",
                          "the order number is")), "cut_verb", r.choice(BOT_QUESTIONS[:1] + BOT_QUESTIONS[4:6]), False
-    if roll < 0.23:
+    if roll < 0.46:
         return "", "empty", "", False
     for _ in range(20):
         text, kind, ctx, novel = _complete(r, split)
@@ -267,7 +352,7 @@ def _spoken_numbers(r: random.Random, words: list[str]) -> list[str]:
     while i < len(words):
         pair = " ".join(words[i:i + 2])
         # "ten thirty" for times; phone and order numbers (5+ digits) are said digit by digit
-        if pair in _TENS and _run_len(words, i) < 5 and r.random() < 0.7:
+        if pair in _TENS and _is_time(words, i) and r.random() < 0.7:
             out.append(_TENS[pair])
             i += 2
             continue
@@ -278,6 +363,13 @@ def _spoken_numbers(r: random.Random, words: list[str]) -> list[str]:
             out.append(w)
         i += 1
     return out
+
+
+def _is_time(w: list[str], i: int) -> bool:
+    """The digit run at i is a clock time ("at 10 30", "10 30 am"), not a number or the half of one."""
+    a = _run_start(w, i + 1)
+    b = a + _run_len(w, a)
+    return b - a < 5 and ((b < len(w) and w[b] in ("am", "pm")) or (a > 0 and w[a - 1] == "at"))
 
 
 def add_noise(r: random.Random, text: str) -> str:

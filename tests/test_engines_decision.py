@@ -69,6 +69,26 @@ def test_heldout_draws_templates_training_never_sees() -> None:
     assert not any(u.novel for u in dc.generate(2000, seed=0))
 
 
+def test_prefaces_are_incomplete_and_requests_after_them_complete() -> None:
+    utts = [u for u in dc.generate(6000, seed=4) if u.task == "turn_complete"]
+    prefaces = [u for u in utts if u.kind == "preface"]
+    after = [u for u in utts if u.kind == "preface_request"]
+    assert prefaces and after
+    assert not any(u.answer for u in prefaces) and all(u.answer for u in after)
+    # the held-out split's own openers and vocatives never reach the training split
+    held_only = [" " + w + " " for w in dc.PREFACES[1] + dc.VOCATIVES[1]]
+    assert not any(w in f" {u.text} " for u in utts for w in held_only)
+    novel = [u for u in dc.generate(4000, seed=1001, split="heldout") if u.kind == "preface" and u.novel]
+    assert novel and any(w in f" {u.text} " for u in novel for w in held_only)
+
+
+def test_half_numbers_never_stop_at_a_whole_order_number() -> None:
+    for u in dc.generate(4000, seed=6):
+        if u.kind == "cut_number":
+            digits = [w for w in u.text.split() if w.isdigit() or w in dc._NUM_WORDS or w == "oh"]
+            assert 0 < len(digits) != 5 and len(digits) < 7, u
+
+
 def test_noise_keeps_the_last_word() -> None:
     r = random.Random(0)
     for _ in range(200):
