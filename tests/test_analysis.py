@@ -9,8 +9,8 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from voicelab.analysis import tables as analysis
 from voicelab.analysis import SCHEMA, AnalysisError, arrow_schema, load_run, load_runs
+from voicelab.analysis import tables as analysis
 from voicelab.measure.events import read_events
 from voicelab.measure.metrics import turn_table
 from voicelab.runs import synthetic

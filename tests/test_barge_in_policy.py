@@ -7,16 +7,16 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from voicelab.barge_in_policy import (
+from voicelab.measure.events import Event, EventKind
+from voicelab.measure.metrics import summarize, turn_table
+from voicelab.measure.pauses import pauses_by_turn
+from voicelab.rules.barge_in import (
     BACKCHANNEL_MAX_WORDS,
     PauseAction,
     PausedBot,
     PauseThresholds,
     word_count_p,
 )
-from voicelab.measure.events import Event, EventKind
-from voicelab.measure.metrics import summarize, turn_table
-from voicelab.measure.pauses import pauses_by_turn
 
 K = EventKind
 WORD = st.text(alphabet="abcdefghij", min_size=1, max_size=6)

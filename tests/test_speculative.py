@@ -1,4 +1,4 @@
-"""Speculative synthesis bookkeeping (`voicelab.speculative`): proposals follow the gate's cuts, a revised
+"""Speculative synthesis bookkeeping (`voicelab.rules.speculative`): proposals follow the gate's cuts, a revised
 speculative chunk is dropped and never a hit, every proposal is resolved exactly once."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from tests.test_gate import (
     tokenize,
 )
 from voicelab.gate import Gate, GateConfigError
-from voicelab.speculative import SpeculativeBook
+from voicelab.rules.speculative import SpeculativeBook
 
 
 class Drive:

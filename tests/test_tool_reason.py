@@ -22,7 +22,7 @@ from voicelab.pipeline.assembly import make_tool_handler
 from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
 from voicelab.pipeline.gate_processor import GateProcessor
 from voicelab.pipeline.llm_service import EngineLLMService
-from voicelab.tool_reason import CONFIDENCE_BAR, CommitConfidence, ToolReasonError, judge, parse_mode
+from voicelab.rules.tool_reason import CONFIDENCE_BAR, CommitConfidence, ToolReasonError, judge, parse_mode
 
 CANCEL = "[cancel(name=ben, day=monday)] okay ben, your appointment on monday is cancelled."
 ASKED = "please cancel my appointment on monday my name is ben"

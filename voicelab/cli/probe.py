@@ -10,8 +10,8 @@ import typer
 
 from engines.errors import CheckpointError, EngineSpecError, EngineStreamError
 from voicelab.cli.common import fail
-from voicelab.options import OptionsError, check_engine, check_out_dir
 from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
+from voicelab.pipeline.options import OptionsError, check_engine, check_out_dir
 
 
 def verdict(report: dict) -> list[str]:

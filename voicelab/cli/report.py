@@ -19,8 +19,8 @@ from voicelab.analysis.report import build_report
 from voicelab.cli.common import fail
 from voicelab.measure.events import EventLogError
 from voicelab.measure.truth import TruthError
-from voicelab.options import OptionsError, check_engine, check_out_file
 from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
+from voicelab.pipeline.options import OptionsError, check_engine, check_out_file
 from voicelab.runs.sweep import RUNNERS, SweepError, SweepGrid, parse_shaper, run_sweep
 
 

@@ -12,11 +12,8 @@ from typer.core import TyperCommand
 from engines.errors import CheckpointError, EngineSpecError
 from engines.profiles import PROFILES
 from voicelab.cli.common import fail, quiet_pipecat_logs
-from voicelab.faults import HELP as INJECT_HELP
-from voicelab.faults import FaultSpecError, parse_faults
 from voicelab.fixtures import FixtureError
 from voicelab.gate import GateConfigError, ShaperParams
-from voicelab.options import check_engine, check_out_dir
 from voicelab.pipeline.config import (
     DEFAULT_GREETING,
     STT_HELP,
@@ -24,9 +21,12 @@ from voicelab.pipeline.config import (
     PipelineConfig,
     PipelineConfigError,
 )
+from voicelab.pipeline.options import check_engine, check_out_dir
+from voicelab.rules.faults import HELP as INJECT_HELP
+from voicelab.rules.faults import FaultSpecError, parse_faults
+from voicelab.rules.tool_reason import TOOL_REASON_HELP
 from voicelab.runs.folder import RunFolderError
 from voicelab.runs.run import MATRIX_HELP, default_matrix, failed_runs, run_fixtures
-from voicelab.tool_reason import TOOL_REASON_HELP
 
 
 def _is_matrix_name(token: str) -> bool:

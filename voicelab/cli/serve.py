@@ -11,7 +11,6 @@ import uvicorn
 from engines.errors import CheckpointError, EngineSpecError
 from voicelab.cli.common import fail, quiet_pipecat_logs
 from voicelab.gate import GateConfigError
-from voicelab.options import check_engine
 from voicelab.pipeline.config import (
     BARGE_IN_HELP,
     DEFAULT_GREETING,
@@ -19,6 +18,7 @@ from voicelab.pipeline.config import (
     PipelineConfig,
     PipelineConfigError,
 )
+from voicelab.pipeline.options import check_engine
 from voicelab.web.app import ServeError, ServeOptions, create_app
 from voicelab.web.recording import DEFAULT_RUNS_DIR
 from voicelab.web.session import ResourcePool

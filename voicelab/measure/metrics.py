@@ -27,7 +27,7 @@ Per turn (`turn_table`), with t(kind) the call-clock time of the named event of 
 - pauses, false_pause, resume_gap_ms (barge-in by pause, `voicelab.measure.pauses`): the bot's playout pauses
   attributed by time to this caller utterance; false_pause (expect="no_interrupt" turns) says the bot paused
   on it; resume_gap_ms is the longest paused silence before the bot resumed (None without a resume).
-- spec_hits, spec_drops, tts_ms_saved (speculative synthesis, `voicelab.speculative`): speculative_result rows
+- spec_hits, spec_drops, tts_ms_saved (speculative synthesis, `voicelab.rules.speculative`): speculative_result rows
   of the reply: held audio that played as a committed chunk (hit, with the synthesis ms it saved) or was thrown
   away unheard (drop). None when the reply speculated nothing.
 - first_token_ms / first_token_to_audio_ms / output_tokens_per_s: the engine's first visible token (the first
@@ -467,7 +467,7 @@ def _answer_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _tool_call_stats(evs: list[Event]) -> dict[str, int]:
-    """tool_call rows by outcome (voicelab.tool_reason); a row without one (older runs) was executed.
+    """tool_call rows by outcome (voicelab.rules.tool_reason); a row without one (older runs) was executed.
 
     `confirmed` counts calls executed after the caller said yes to a spoken confirmation: the pipeline has no
     such path yet, so it stays 0.

@@ -28,7 +28,6 @@ from pipecat.services.stt_service import STTService
 from pipecat.workers.runner import WorkerRunner
 
 from engines.protocol import EngineLike
-from voicelab.faults import Fault, FaultPlan
 from voicelab.fixtures.format import Fixture
 from voicelab.gate import ToolCall
 from voicelab.measure.calllog import CallLog
@@ -52,8 +51,9 @@ from voicelab.pipeline.stt_whisper import SharedRecognizer, WhisperSTTService, l
 from voicelab.pipeline.tts_piper import PiperTTSService
 from voicelab.pipeline.turns import turn_strategies, vad_analyzer
 from voicelab.pipeline.watchdog import Limits, SttFinalWatchdog, WatchedEngine, run_within
-from voicelab.tool_reason import judge
-from voicelab.tool_reason import parse_mode as parse_tool_reason
+from voicelab.rules.faults import Fault, FaultPlan
+from voicelab.rules.tool_reason import judge
+from voicelab.rules.tool_reason import parse_mode as parse_tool_reason
 
 K = EventKind
 
@@ -110,7 +110,7 @@ class Core:
 
 def make_tool_handler(tool_reason: str, llm: EngineLLMService, log: CallLog,
                       tools: list[dict[str, Any]]) -> ToolHandler:
-    """The gate's tool handler: judge each tool call (`voicelab.tool_reason`, on the caller's words of the turn
+    """The gate's tool handler: judge each tool call (`voicelab.rules.tool_reason`, on the caller's words of the turn
     the engine answered and the engine's commit-time confidence on the span), execute it (appended to `tools`,
     put back into the engine's history) or refuse it (appended with its reason, never into the history).
 
@@ -146,7 +146,7 @@ def build_core(cfg: PipelineConfig, log: CallLog, *, engine: EngineLike, voice: 
     """Context, aggregators, engine service, gate and TTS for one call; the caller adds both ends.
 
     The assistant aggregator goes after the output transport (it keeps only what was played). A destructive
-    tool call needs a reason (`cfg.tool_reason`, voicelab.tool_reason: the caller's words of that turn, or the
+    tool call needs a reason (`cfg.tool_reason`, voicelab.rules.tool_reason: the caller's words of that turn, or the
     engine's commit-time confidence on the span); executed ones are put back into the engine's history, refused
     ones are not; both are logged as `tool_call` rows with their outcome and reason.
     """
@@ -165,7 +165,7 @@ def build_core(cfg: PipelineConfig, log: CallLog, *, engine: EngineLike, voice: 
     if cfg.speculative_tts is None:
         gate = GateProcessor(log, cfg.policy, cfg.shaper, tool_handler=tool_handler)
         make_tts = tts_factory or PiperTTSService
-    else:  # confident uncommitted text is synthesized early and held (voicelab.speculative)
+    else:  # confident uncommitted text is synthesized early and held (voicelab.rules.speculative)
         gate = SpeculativeGateProcessor(log, cfg.policy, cfg.shaper, tool_handler=tool_handler,
                                         threshold=cfg.speculative_tts)
         make_tts = tts_factory or SpeculativePiperTTSService
@@ -189,7 +189,7 @@ async def run_call(fixture: Fixture, cfg: PipelineConfig, res: Resources, call_i
 
     `tts_factory(voice=, log=, sample_rate=, keep_leading_ms=)` and `engine` replace the TTS and the engine
     (tests inject failing ones); by default they come from `res`. `limits` are the watchdogs'
-    (`voicelab.pipeline.watchdog`), `faults` the failures to inject (`voicelab.faults`). `own_decoder`: a
+    (`voicelab.pipeline.watchdog`), `faults` the failures to inject (`voicelab.rules.faults`). `own_decoder`: a
     pocketsphinx decoder of its own (calls played at the same time cannot share one utterance buffer).
     """
     limits = limits or Limits()

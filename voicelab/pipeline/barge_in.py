@@ -3,7 +3,7 @@
 While the bot speaks, the VAD's start of speech pauses playout at once: the strategy pushes a
 `PlayoutPauseFrame` (a system frame, so it overtakes the queued audio) to the output transport, which holds
 the rest of the bot's audio while the engine and the TTS keep their place. It then decides, each time the
-words, the VAD or the clock (every `tick_s`) change, with `voicelab.barge_in_policy.PausedBot`:
+words, the VAD or the clock (every `tick_s`) change, with `voicelab.rules.barge_in.PausedBot`:
 
 - STOP: a real interruption. The user turn starts (pipecat broadcasts its `InterruptionFrame`: the engine is
   cancelled, the held audio dropped, and the context keeps only the words heard before the pause);
@@ -43,8 +43,8 @@ from pipecat.turns.user_start.base_user_turn_start_strategy import BaseUserTurnS
 
 from engines.decision import DEFAULT_FOLDER, load_decision_model
 from engines.errors import CheckpointError
-from voicelab.barge_in_policy import Judge, PauseAction, PausedBot, PauseThresholds, word_count_p
 from voicelab.pipeline.frames import PlayoutPauseFrame, PlayoutResumeFrame
+from voicelab.rules.barge_in import Judge, PauseAction, PausedBot, PauseThresholds, word_count_p
 
 
 def default_judge() -> tuple[str, Judge]:

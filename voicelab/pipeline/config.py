@@ -18,8 +18,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from voicelab.gate import GatePolicy, ShaperParams
-from voicelab.tool_reason import ToolReasonError
-from voicelab.tool_reason import parse_mode as parse_tool_reason
+from voicelab.rules.tool_reason import ToolReasonError
+from voicelab.rules.tool_reason import parse_mode as parse_tool_reason
 
 STT_CHOICES = ("whisper", "pocketsphinx", "transcript")
 STT_HELP = ("whisper (tiny.en from a package, streamed passes), pocketsphinx (streaming, fast, inaccurate) or "
@@ -62,10 +62,10 @@ class PipelineConfig:
     keep_leading_ms: float | None = 20.0  # Piper's leading silence kept before each chunk
     no_reply_timeout_s: float = 6.0
     greeting: str = DEFAULT_GREETING  # spoken at call start (voicelab.pipeline.greeting); "" for none
-    # speculative synthesis (voicelab.speculative): uncommitted text whose positions' confidence passes this
+    # speculative synthesis (voicelab.rules.speculative): uncommitted text whose positions' confidence passes this
     # goes to TTS early, its audio held until the gate commits it unchanged; None: off
     speculative_tts: float | None = None
-    # destructive tool calls need a reason (voicelab.tool_reason): words, confidence[:BAR] or off
+    # destructive tool calls need a reason (voicelab.rules.tool_reason): words, confidence[:BAR] or off
     tool_reason: str = "words"
     seed: int = 0
     label: str | None = None

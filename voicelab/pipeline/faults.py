@@ -1,4 +1,4 @@
-"""The wrappers behind `voicelab run --inject` (see `voicelab.faults`): each makes one real component fail.
+"""The wrappers behind `voicelab run --inject` (see `voicelab.rules.faults`): each makes one real component fail.
 
 - `FaultyEngine`: the generation of the targeted reply raises before its first snapshot, or never yields one;
 - `FaultyPiperTTS`: Piper raises on the targeted reply's first sentence, or never delivers it;
@@ -20,9 +20,9 @@ from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
 from engines.protocol import EngineLike, EngineWrapper, GenerationLike
 from engines.snapshot import Snapshot
-from voicelab.faults import Fault, FaultPlan, InjectedFault
 from voicelab.measure.calllog import CallLog
 from voicelab.pipeline.tts_piper import PiperTTSService, Sentence
+from voicelab.rules.faults import Fault, FaultPlan, InjectedFault
 
 
 async def _fail(fault: Fault) -> None:

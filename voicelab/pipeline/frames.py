@@ -43,7 +43,7 @@ class ChunkTextFrame(AggregatedTextFrame):
 
 @dataclass
 class SpeculativeTextFrame(DataFrame):
-    """A chunk the gate has not committed yet (`voicelab.speculative`): synthesize it and hold the audio.
+    """A chunk the gate has not committed yet (`voicelab.rules.speculative`): synthesize it and hold the audio.
 
     Held audio is never played on its own: only a `ChunkTextFrame` with this `spec_id` plays it."""
 

@@ -5,7 +5,7 @@ pins released tokens back to the generation before it steps again (the snapshot 
 LLM service waits on), ticks the gate's hold timer, and emits one `ChunkTextFrame` (an
 `AggregatedTextFrame`, so pipecat's TTS speaks it at once with no sentence buffering) per released chunk.
 Tool-call spans are never spoken: committed ones go to the tool handler, with the engine's commit-time
-confidence on the span (`voicelab.tool_reason.CommitConfidence`), and are logged as `tool_call` with what the
+confidence on the span (`voicelab.rules.tool_reason.CommitConfidence`), and are logged as `tool_call` with what the
 handler returned (its outcome: executed or refused, and why); a handler that returns None logs the row itself
 when it acts (a held preemptive reply).
 """
@@ -29,7 +29,7 @@ from voicelab.gate import Gate, GatePolicy, ShaperParams, ToolCall
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind
 from voicelab.pipeline.frames import CHUNK_TEXT_TYPE, ChunkTextFrame, SnapshotFrame
-from voicelab.tool_reason import CommitConfidence
+from voicelab.rules.tool_reason import CommitConfidence
 
 K = EventKind
 

@@ -1,6 +1,6 @@
 """The gate processor with speculative synthesis (issue 11.3): confident text goes to TTS before it commits.
 
-A `GateProcessor` that also keeps a `voicelab.speculative.SpeculativeBook` per reply. After the gate has fed
+A `GateProcessor` that also keeps a `voicelab.rules.speculative.SpeculativeBook` per reply. After the gate has fed
 a snapshot, the book proposes chunks that are not committed yet but whose positions pass the confidence
 threshold: each is logged (`speculative_request`) and sent as a `SpeculativeTextFrame` (the TTS synthesizes
 it and holds the audio). Each committed `ChunkTextFrame` is matched against the book on its way out: a
@@ -26,7 +26,7 @@ from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind
 from voicelab.pipeline.frames import ChunkTextFrame, SnapshotFrame, SpeculativeDropFrame, SpeculativeTextFrame
 from voicelab.pipeline.gate_processor import GateProcessor
-from voicelab.speculative import Drop, SpeculativeBook, check_threshold
+from voicelab.rules.speculative import Drop, SpeculativeBook, check_threshold
 
 K = EventKind
 

@@ -27,16 +27,16 @@ from rich.table import Table
 from engines.protocol import EngineLike
 from voicelab.analysis.price import price_summary
 from voicelab.analysis.tables import write_parquet
-from voicelab.faults import outcomes
 from voicelab.fixtures import Fixture, load_fixture, select
 from voicelab.gate import ShaperParams
 from voicelab.measure.events import Event, EventKind, EventWriter, read_events
 from voicelab.measure.metrics import summarize, turn_table
 from voicelab.measure.truth import TruthError, analyze_run
-from voicelab.options import check_engine
 from voicelab.pipeline.assembly import run_call
 from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
+from voicelab.pipeline.options import check_engine
 from voicelab.pipeline.resources import Resources
+from voicelab.rules.faults import outcomes
 from voicelab.runs.folder import CONFIG, EVENTS, SUMMARY, RunFolder, write_matrix
 
 MATRIX_HELP = ("default (pinned and final diffusion, a revising sampler unpinned, AR + shaper), profiles (every "

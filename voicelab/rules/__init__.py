@@ -1,0 +1,3 @@
+"""The pure rules the pipeline applies, each testable without pipecat: when a paused bot stops or resumes
+(`barge_in`), which uncommitted chunks may be synthesized early (`speculative`), whether a destructive tool
+call has a reason (`tool_reason`), and which faults a run injects (`faults`). The gate is `voicelab.gate`."""
