@@ -25,7 +25,7 @@ import json
 import math
 import os
 import shutil
-import threading
+import socket
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -113,6 +113,15 @@ def _ray_cell(runner: CellRunner, cell: CellSpec, out_dir: str) -> str:
     return str(runner(cell, Path(out_dir)))
 
 
+def _host_port(address: str) -> tuple[str, int] | None:
+    """(host, port) of a cluster address ('host:port' or 'ray://host:port'); None for 'local' and 'auto'."""
+    rest = address.removeprefix("ray://")
+    host, sep, port = rest.rpartition(":")
+    if not sep or not port.isdigit():
+        return None
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
 def _run_ray(runner: CellRunner, cells: Sequence[CellSpec], dirs: Mapping[str, Path], address: str,
              cpus_per_cell: float, init_kwargs: Mapping[str, Any] | None,
              echo: Callable[[str], None]) -> dict[str, Path | BaseException]:
@@ -126,25 +135,20 @@ def _run_ray(runner: CellRunner, cells: Sequence[CellSpec], dirs: Mapping[str, P
     kwargs.setdefault("include_dashboard", False)
     os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")  # its C++ client logs every failed retry to stderr
     kwargs.setdefault("log_to_driver", False)
-    joined: dict[str, BaseException | None] = {}
-
-    def join() -> None:
+    # ray.init retries an unreachable address for minutes: knock on the port first, with a deadline. (ray.init
+    # itself must run in the main thread: from another one its core worker takes the whole process down.)
+    reach = _host_port(address)
+    if reach is not None:
         try:
-            ray.init(**kwargs)
-            joined["error"] = None
-        except BaseException as exc:  # reported below as one line
-            joined["error"] = exc
-
-    # ray.init retries an unreachable address for minutes: give it a deadline (the thread is a daemon, so a
-    # connect that never returns does not keep the command alive)
-    waiter = threading.Thread(target=join, name="ray-init", daemon=True)
-    waiter.start()
-    waiter.join(RAY_CONNECT_DEADLINE_S)
-    if "error" not in joined:
-        raise SweepError(f"--ray {address}: no cluster answered within {RAY_CONNECT_DEADLINE_S:g} s")
-    if joined["error"] is not None:
-        first = str(joined["error"]).strip().splitlines()
-        raise SweepError(f"--ray {address}: cannot join the cluster: {first[0] if first else type(joined['error']).__name__}")
+            socket.create_connection(reach, timeout=RAY_CONNECT_DEADLINE_S).close()
+        except OSError as exc:
+            raise SweepError(f"--ray {address}: no cluster answers there ({exc.strerror or exc})") from None
+    try:
+        ray.init(**kwargs)
+    except Exception as exc:  # reported as one line
+        first = str(exc).strip().splitlines()
+        raise SweepError(f"--ray {address}: cannot join the cluster: {first[0] if first else type(exc).__name__}") \
+            from None
     out: dict[str, Path | BaseException] = {}
     try:
         task = ray.remote(num_cpus=cpus_per_cell, max_retries=0)(_ray_cell)
