@@ -159,14 +159,17 @@ def test_engine_and_tts_crash_mid_turn_call_carries_on(tmp_path: Path) -> None:
         return CrashOnHarbor(**kw)
 
     quiet_pipecat_logs("ERROR")
-    cfg = PipelineConfig(engine=f"replay:{trace}", stt="transcript", barge_in="words:3")
+    # one generation per caller turn (no preemptive starts, no greeting), so fail_generations hits turn 0
+    cfg = PipelineConfig(engine=f"replay:{trace}", stt="transcript", barge_in="words:3", preemptive=False,
+                         greeting="")
     run = run_config(cfg, [load_fixture(fdir)], tmp_path / "out", engine=engine, tts_factory=tts)
     summary = _assert_complete(run)
     events = read_events(run / "events.jsonl")
     errors = [(e.turn, e.payload["where"]) for e in events if e.kind == K.ERROR]
     assert (0, "engine") in errors and (1, "tts") in errors
     rows = {r["turn"]: r for r in turn_table(events)}
-    assert rows[2]["far_ms"] is not None and rows[2]["errors"] == 0  # the call went on and answered
+    assert rows[2]["far_ms"] is not None and rows[2]["errors"] == 0, [(e.turn, e.payload) for e in events
+                                                                      if e.kind == K.ERROR]
     assert summary["turns"] == 3
 
 
