@@ -118,6 +118,8 @@ def dm():
     ("turn_complete", "thank you goodbye", True),
     ("turn_complete", "my phone number is 5 5 5", False),
     ("turn_complete", "um so i wanted to", False),
+    ("turn_complete", "and so my friends", False),  # a preface: nothing asked yet
+    ("turn_complete", "so um what time do you open on friday", True),
     ("interruption", "mm hmm", False),
     ("interruption", "uh huh", False),
     ("interruption", "no wait i meant sunday", True),
