@@ -20,7 +20,9 @@ import json
 import platform
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -97,6 +99,45 @@ def bench_engine(eng: Engine, examples: list, warmup: int = 3, ood: list[Prompt]
     return row
 
 
+def run_bench(n: int = 200, ood_garbled: int = 120, threads: int = 2,
+              on_row: Callable[[BenchRow], None] | None = None) -> list[BenchRow]:
+    """Every engine and sampler of DEFAULT_RUNS on the same held-out (and out-of-domain) prompts."""
+    torch.set_num_threads(threads)
+    examples = heldout_examples(n)
+    ood = ood_set(ood_garbled) if ood_garbled > 0 else None
+    rows: list[BenchRow] = []
+    for model, sampler, opts in DEFAULT_RUNS:
+        eng = open_engine(model, sampler, **opts)
+        row = bench_engine(eng, examples, ood=ood)
+        row.options = opts
+        rows.append(row)
+        eng.close()
+        if on_row is not None:
+            on_row(row)
+    return rows
+
+
+def write_bench(rows: list[BenchRow], path: str | Path, threads: int) -> None:
+    """The JSON result with the machine it ran on."""
+    meta = {"machine": {"platform": platform.platform(), "processor": platform.processor(), "threads": threads,
+                        "torch": torch.__version__, "device": "cuda" if torch.cuda.is_available() else "cpu"},
+            "rows": [asdict(r) for r in rows]}
+    Path(path).write_text(json.dumps(meta, indent=1) + "\n")
+
+
+def format_rows(rows: list[BenchRow]) -> list[str]:
+    """One line per row, with the ratio to the autoregressive engine's tokens/s."""
+    ar = next((r for r in rows if r.sampler == "autoregressive"), None)
+    out = []
+    for r in rows:
+        ratio = f"{r.tokens_per_s / ar.tokens_per_s:.2f}x AR" if ar else ""
+        out.append(f"{r.engine:10s} {r.sampler:15s} {json.dumps(r.options):18s} {r.tokens_per_s:8.1f} tok/s "
+                   f"{ratio:9s} first commit {r.first_commit_ms:6.1f} ms  {r.forwards_per_token:.2f} fwd/tok  "
+                   f"correct {r.correctness:.1%}  ood coherent {r.ood_coherent:.1%} ok {r.ood_correct:.1%} "
+                   f"wrong tool calls {r.wrong_tool_calls}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="Benchmark the engines on the same held-out prompts.")
     ap.add_argument("--n", type=int, default=200, help="held-out prompts")
@@ -106,35 +147,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     ap.add_argument("--out", default=None, help="also write the JSON result (with machine info) here")
     a = ap.parse_args(argv)
-    torch.set_num_threads(a.threads)
-    examples = heldout_examples(a.n)
-    ood = ood_set(a.ood_garbled) if a.ood_garbled > 0 else None
-    rows: list[BenchRow] = []
-    for model, sampler, opts in DEFAULT_RUNS:
-        eng = open_engine(model, sampler, **opts)
-        row = bench_engine(eng, examples, ood=ood)
-        row.options = opts
-        rows.append(row)
-        eng.close()
-        if not a.json:
-            print(json.dumps(asdict(row)), flush=True)
-    out = [asdict(r) for r in rows]
+    rows = run_bench(a.n, a.ood_garbled, a.threads,
+                     on_row=None if a.json else lambda r: print(json.dumps(asdict(r)), flush=True))
     if a.out:
-        meta = {"machine": {"platform": platform.platform(), "processor": platform.processor(),
-                            "threads": a.threads, "torch": torch.__version__,
-                            "device": "cuda" if torch.cuda.is_available() else "cpu"}, "rows": out}
-        with open(a.out, "w") as f:
-            f.write(json.dumps(meta, indent=1) + "\n")
-    if a.json:
-        print(json.dumps(out, indent=1))
-    else:
-        ar = next((r for r in rows if r.sampler == "autoregressive"), None)
-        for r in rows:
-            ratio = f"{r.tokens_per_s / ar.tokens_per_s:.2f}x AR" if ar else ""
-            print(f"{r.engine:10s} {r.sampler:15s} {json.dumps(r.options):18s} {r.tokens_per_s:8.1f} tok/s "
-                  f"{ratio:9s} first commit {r.first_commit_ms:6.1f} ms  {r.forwards_per_token:.2f} fwd/tok  "
-                  f"correct {r.correctness:.1%}  ood coherent {r.ood_coherent:.1%} ok {r.ood_correct:.1%} "
-                  f"wrong tool calls {r.wrong_tool_calls}")
+        write_bench(rows, a.out, a.threads)
+    print(json.dumps([asdict(r) for r in rows], indent=1) if a.json else "\n".join(format_rows(rows)))
 
 
 if __name__ == "__main__":

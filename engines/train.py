@@ -34,12 +34,8 @@ class TrainConfig:
     n_heldout: int = 500
     corpus_seed: int = 0
     heldout_seed: int = 1
-    vocab_size: int = 1024
+    vocab_size: int = 1024  # of the BPE tokenizer trained on the corpus (the network's shape: ModelConfig)
     canvas: int = 48  # response positions, EOS-padded (LLaDA SFT layout)
-    d_model: int = 256
-    n_layers: int = 4
-    n_heads: int = 4
-    mlp_hidden_size: int = 768
     batch: int = 64
     ar_steps: int = 800
     ar_lr: float = 1e-3
@@ -133,24 +129,18 @@ def run_training(model: LLaDAModel, data: list[Encoded], steps: int, lr: float, 
     model.eval()
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description="Train the tiny AR and diffusion models on the CPU.")
-    ap.add_argument("--out", type=Path, default=Path("engines/tiny"))
-    ap.add_argument("--from-ar", type=Path, default=None,
-                    help="skip AR training: adapt the diffusion model from this trained AR folder (its tokenizer)")
-    for f, v in asdict(TrainConfig()).items():
-        ap.add_argument(f"--{f.replace('_', '-')}", type=type(v), default=v)
-    a = ap.parse_args(argv)
-    cfg = TrainConfig(**{f: getattr(a, f) for f in asdict(TrainConfig())})
+def train(cfg: TrainConfig, out: Path, from_ar: Path | None = None) -> dict:
+    """Train the AR model (or take it from `from_ar`), adapt the diffusion model from it, save both into
+    `out` with train_log.json; returns that log. The network's shape is ModelConfig's default (the tiny
+    models' d_model 256, 4 layers, 4 heads); the vocabulary comes from the tokenizer trained here."""
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(cfg.threads)
     train_ex = corpus.generate(cfg.n_train, cfg.corpus_seed)
     texts = [m["content"] for e in train_ex for m in e.messages] + [e.reply for e in train_ex]
-    prev = load(a.from_ar) if a.from_ar else None
+    prev = load(from_ar) if from_ar else None
     tok = prev.tokenizer if prev else train_tiny(texts, cfg.vocab_size)
     data = encode(tok, train_ex, cfg.canvas)
-    mc = ModelConfig(d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads, n_kv_heads=cfg.n_heads,
-                     mlp_hidden_size=cfg.mlp_hidden_size, vocab_size=tok.vocab_size,
+    mc = ModelConfig(vocab_size=tok.vocab_size,
                      embedding_size=-(-tok.vocab_size // 64) * 64, max_sequence_length=256,
                      mask_token_id=tok.mask_id, eos_token_id=tok.eos_id, pad_token_id=tok.eos_id, causal=True)
     log: list[dict] = []
@@ -158,20 +148,20 @@ def main(argv: list[str] | None = None) -> None:
     extra = {"voicelab": {"canvas": cfg.canvas, "block_size": 24, "steps_per_block": 12}}
     if prev is not None:
         ar = prev.model.float()
-        prev_log = a.from_ar.parent / "train_log.json"
+        prev_log = from_ar.parent / "train_log.json"
         if prev_log.is_file():  # keep the AR half of the earlier run's log
             old = json.loads(prev_log.read_text())
             log = [r for r in old.get("log", []) if r.get("kind") == "ar"]
         ar_s = float(json.loads(prev_log.read_text()).get("ar_train_s", 0.0)) if prev_log.is_file() else 0.0
-        if a.out.resolve() != a.from_ar.parent.resolve():
-            save(ar, tok, cfg_out(a.out, "ar"), extra_config=extra)
+        if out.resolve() != from_ar.parent.resolve():
+            save(ar, tok, cfg_out(out, "ar"), extra_config=extra)
     else:
         ar = LLaDAModel(mc)
         ar.init_weights(cfg.seed)
         run_training(ar, data, cfg.ar_steps, cfg.ar_lr, cfg.batch, cfg.seed, "ar", tok.tok.token_to_id("<|pad|>"),
                      tok.mask_id, log)
         ar_s = time.monotonic() - t0
-        save(ar, tok, cfg_out(a.out, "ar"), extra_config=extra)
+        save(ar, tok, cfg_out(out, "ar"), extra_config=extra)
     mc = ar.config
     # diffusion: same weights, bidirectional attention, shifted logits
     dc = ModelConfig.from_dict(mc.to_dict() | {"causal": False, "logits_shift": True})
@@ -180,11 +170,23 @@ def main(argv: list[str] | None = None) -> None:
     run_training(diff, data, cfg.diff_steps, cfg.diff_lr, cfg.batch, cfg.seed + 1, "diffusion",
                  tok.tok.token_to_id("<|pad|>"), tok.mask_id, log)
     diff_s = time.monotonic() - t0 - (0.0 if prev is not None else ar_s)
-    save(diff, tok, cfg_out(a.out, "diffusion"), extra_config=extra)
+    save(diff, tok, cfg_out(out, "diffusion"), extra_config=extra)
     meta = {"train_config": asdict(cfg), "params": ar.num_params(), "ar_train_s": round(ar_s, 1),
             "diffusion_adapt_s": round(diff_s, 1), "torch": torch.__version__, "log": log}
-    (a.out / "train_log.json").write_text(json.dumps(meta, indent=1) + "\n")
-    print(f"done: AR {ar_s:.0f} s, diffusion adaptation {diff_s:.0f} s -> {a.out}")
+    (out / "train_log.json").write_text(json.dumps(meta, indent=1) + "\n")
+    print(f"done: AR {ar_s:.0f} s, diffusion adaptation {diff_s:.0f} s -> {out}")
+    return meta
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="Train the tiny AR and diffusion models on the CPU.")
+    ap.add_argument("--out", type=Path, default=Path("engines/tiny"))
+    ap.add_argument("--from-ar", type=Path, default=None,
+                    help="skip AR training: adapt the diffusion model from this trained AR folder (its tokenizer)")
+    for f, v in asdict(TrainConfig()).items():
+        ap.add_argument(f"--{f.replace('_', '-')}", type=type(v), default=v)
+    a = ap.parse_args(argv)
+    train(TrainConfig(**{f: getattr(a, f) for f in asdict(TrainConfig())}), a.out, a.from_ar)
 
 
 def cfg_out(root: Path, name: str) -> Path:

@@ -111,3 +111,9 @@ def test_run_through_a_profile_measures_its_own_timing(tmp_path: Path) -> None:
     assert first - 5 <= s["engine_figures"]["ttft_ms_p50"] < first + 250
     assert s["first_token_to_audio_ms"]["n"] == 1 and s["first_token_to_audio_ms"]["p50"] > 0
     assert s["revisions"]["audible"] == 0
+
+
+def test_bench_refuses_a_bad_count_in_one_line() -> None:
+    res = CliRunner().invoke(app, ["bench", "engines", "--n", "0"])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert res.output.strip().startswith("error: --n and --threads must be at least 1")

@@ -13,7 +13,7 @@ from engines.text_canvas import split_pieces
 # output speed is measured over tens of milliseconds even at 2,086 t/s
 LONG = [{"role": "user", "content": "what time do you open on monday\ncan i book a tune up on friday at 10 am my "
          "name is anna\nwhere is order 4821\nwhat is your address\ncan you cancel my appointment on tuesday "
-         "my name is bob"}]
+         "my name is ben"}]
 
 
 @pytest.fixture(scope="module")

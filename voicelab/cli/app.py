@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Annotated
 
@@ -13,6 +15,9 @@ os.environ.setdefault("LOGURU_LEVEL", "WARNING")
 
 import typer  # noqa: E402
 
+from engines import bench  # noqa: E402
+from engines import train as tiny_train  # noqa: E402
+from engines.errors import CheckpointError  # noqa: E402
 from voicelab.cli import compare, mock_engine, probe, profiles, report, run, serve  # noqa: E402
 from voicelab.cli.common import fail  # noqa: E402
 from voicelab.cli.fixtures import fixtures_app  # noqa: E402
@@ -37,20 +42,22 @@ app.add_typer(bench_app, name="bench")
 @bench_app.command("engines")
 def bench_engines(
     n: Annotated[int, typer.Option(help="held-out prompts")] = 200,
+    ood_garbled: Annotated[int, typer.Option(help="garbled requests in the out-of-domain set (0: skip it)")] = 120,
     json_out: Annotated[bool, typer.Option("--json", help="print a JSON list")] = False,
     out: Annotated[Path | None, typer.Option(help="also write the JSON result here")] = None,
     threads: Annotated[int, typer.Option(help="torch threads")] = 2,
 ) -> None:
-    """Every engine and sampler on the same held-out prompts: tokens/s, first commit, correctness."""
-    from engines import bench
-    from engines.errors import CheckpointError
-
-    argv = ["--n", str(n), "--threads", str(threads)] + (["--json"] if json_out else [])
-    argv += ["--out", str(out)] if out else []
+    """Every engine and sampler on the same held-out prompts: tokens/s, first commit, correctness,
+    out-of-domain coherence and wrong tool calls."""
+    if n < 1 or ood_garbled < 0 or threads < 1:
+        fail("--n and --threads must be at least 1, --ood-garbled at least 0")
     try:
-        bench.main(argv)
+        rows = bench.run_bench(n, ood_garbled, threads)
     except CheckpointError as e:
         fail(str(e))
+    if out is not None:
+        bench.write_bench(rows, out, threads)
+    typer.echo(json.dumps([asdict(r) for r in rows], indent=1) if json_out else "\n".join(bench.format_rows(rows)))
 
 
 @app.command("train")
@@ -58,14 +65,17 @@ def train(
     out: Annotated[Path, typer.Option(help="folder for the tiny models")] = Path("engines/tiny"),
     ar_steps: Annotated[int | None, typer.Option(help="autoregressive training steps")] = None,
     diff_steps: Annotated[int | None, typer.Option(help="diffusion adaptation steps")] = None,
+    from_ar: Annotated[Path | None, typer.Option(help="adapt the diffusion model from this trained AR folder")]
+    = None,
 ) -> None:
-    """Train the tiny AR model, then adapt the diffusion model from it (CPU, about 30 minutes)."""
-    from engines import train as tr
-
-    argv = ["--out", str(out)]
-    argv += ["--ar-steps", str(ar_steps)] if ar_steps is not None else []
-    argv += ["--diff-steps", str(diff_steps)] if diff_steps is not None else []
-    tr.main(argv)
+    """Train the tiny AR model, then adapt the diffusion model from it (CPU, about an hour)."""
+    cfg = tiny_train.TrainConfig()
+    cfg = replace(cfg, ar_steps=ar_steps if ar_steps is not None else cfg.ar_steps,
+                  diff_steps=diff_steps if diff_steps is not None else cfg.diff_steps)
+    try:
+        tiny_train.train(cfg, out, from_ar)
+    except CheckpointError as e:
+        fail(str(e))
 
 
 def main() -> None:  # pragma: no cover - console entry
