@@ -71,7 +71,7 @@ def run(
                                                  "heard while the bot talks; backchannels pass)"),
     greeting: str = typer.Option(DEFAULT_GREETING, help="what the bot says at call start ('' for nothing)"),
     turn: str = typer.Option("decide", help=TURN_HELP),
-    preemptive: bool = typer.Option(True, help="with --turn decide: start the engine at the VAD stop on the words "
+    preemptive: bool = typer.Option(False, help="with --turn decide: start the engine at the VAD stop on the words "
                                                 "heard so far; the reply is held until the turn is confirmed "
                                                 "and regenerated if the final words differ"),
     vad_stop_secs: float = typer.Option(0.12, help="VAD silence before speech counts as stopped (pipecat: 0.2)"),

@@ -57,7 +57,9 @@ class PipelineConfig:
     vad_stop_secs: float = 0.12  # lever: pipecat defaults to 0.2; smart-turn guards mid-sentence pauses
     barge_in: str = "pause"  # measured (issue 11): stop 247 ms, 0 false barge-ins; words:3 stopped in ~780 ms
     turn: str = "decide"
-    preemptive: bool = True  # start the engine at the VAD stop; held until the turn is confirmed
+    # start the engine at the VAD stop, held until the turn is confirmed; off by default because on a 2-core
+    # CPU it competes with the final recognition pass (measured: FAR p50 94 ms worse, README)
+    preemptive: bool = False
     sample_rate: int = 16000
     keep_leading_ms: float | None = 20.0  # Piper's leading silence kept before each chunk
     no_reply_timeout_s: float = 6.0
