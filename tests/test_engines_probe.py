@@ -36,8 +36,8 @@ def test_mock_diffusing_stream_is_revising_and_only_final_is_safe(tiny) -> None:
         rep = probe(MercuryEngine("celeris-1", base_url=mock.url, diffusing=True))
         ar = probe(MercuryEngine("gpt-oss-20b", base_url=mock.url))  # an AR profile over HTTP
     # the mock answers all eleven lines in one stream: the same ~300 tiny-engine tokens as above, which a
-    # text stream's canvas holds as ~150 word positions
-    assert rep["streams"] == 1 and rep["tokens"] >= 140
+    # text stream's canvas holds as ~130-150 word positions (how many depends on the shipped weights' wording)
+    assert rep["streams"] == 1 and rep["tokens"] >= 120
     assert rep["revising"] and rep["revision_events"] > 0 and rep["latest_change_ms_before_end"] >= 0
     assert "final" in rep["safe_policies"] and "prefix" not in rep["safe_policies"]
     assert "pinned:prefix" not in rep["safe_policies"]  # a remote model cannot be made to keep pinned text

@@ -6,6 +6,7 @@ VAD's start would miss the first syllable; it replays this pre-roll first. Plain
 
 from __future__ import annotations
 
+import math
 from collections import deque
 
 
@@ -26,7 +27,7 @@ class PreRoll:
 
     def tail(self, seconds: float) -> list[bytes]:
         """The chunks covering at least the last `seconds` (all there is when the buffer is shorter)."""
-        need = int(2 * self._sr * seconds)
+        need = math.ceil(2 * self._sr * seconds)  # any positive span asks for at least a sample
         out: list[bytes] = []
         got = 0
         for chunk in reversed(self._chunks):
