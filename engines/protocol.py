@@ -91,3 +91,32 @@ class EngineWrapper:
 
     def close(self) -> None:
         self.inner.close()
+
+
+class GenerationWrapper:
+    """A generation around another one: pin, cancel and the streams are the inner one's unless overridden."""
+
+    def __init__(self, inner: GenerationLike) -> None:
+        self.inner = inner
+
+    def pin(self, n: int) -> None:
+        self.inner.pin(n)
+
+    def cancel(self) -> None:
+        self.inner.cancel()
+
+    @property
+    def cancelled(self) -> bool:
+        return self.inner.cancelled
+
+    def __iter__(self) -> Iterator[Snapshot]:
+        return iter(self.inner)
+
+    def __aiter__(self) -> AsyncIterator[Snapshot]:
+        return aiter(self.inner)
+
+    def __getattr__(self, name: str) -> Any:
+        # what the inner generation also knows (its token `usage`, for pricing) shows through the wrapper
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)

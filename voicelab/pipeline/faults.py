@@ -18,7 +18,7 @@ from typing import Any
 from pipecat.frames.frames import Frame, InterimTranscriptionFrame, TranscriptionFrame
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
-from engines.protocol import EngineLike, EngineWrapper, GenerationLike
+from engines.protocol import EngineLike, EngineWrapper, GenerationLike, GenerationWrapper
 from engines.snapshot import Snapshot
 from voicelab.measure.calllog import CallLog
 from voicelab.pipeline.tts_piper import PiperTTSService, Sentence
@@ -32,20 +32,10 @@ async def _fail(fault: Fault) -> None:
     await asyncio.Event().wait()
 
 
-class _FaultyGeneration:
+class _FaultyGeneration(GenerationWrapper):
     def __init__(self, inner: GenerationLike, fault: Fault) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.fault = fault
-
-    def pin(self, n: int) -> None:
-        self.inner.pin(n)
-
-    def cancel(self) -> None:
-        self.inner.cancel()
-
-    @property
-    def cancelled(self) -> bool:
-        return self.inner.cancelled
 
     def __iter__(self) -> Iterator[Snapshot]:
         raise InjectedFault(f"{self.fault.spec} (injected)")

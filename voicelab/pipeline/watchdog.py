@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -35,7 +35,7 @@ from pipecat.frames.frames import (
 )
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
-from engines.protocol import EngineLike, EngineWrapper, GenerationLike
+from engines.protocol import EngineLike, EngineWrapper, GenerationLike, GenerationWrapper
 from engines.snapshot import Snapshot
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind
@@ -96,27 +96,14 @@ async def guard(step: Awaitable[T], limit_s: float | None, log: CallLog | None, 
 
 # ---- engine ------------------------------------------------------------------------------------------------
 
-class WatchedGeneration:
+class WatchedGeneration(GenerationWrapper):
     """A generation whose async stream is bounded: first snapshot within one limit, the whole within another."""
 
     def __init__(self, inner: GenerationLike, log: CallLog, limits: Limits, turn: int) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self._log = log
         self._limits = limits
         self._turn = turn
-
-    def pin(self, n: int) -> None:
-        self.inner.pin(n)
-
-    def cancel(self) -> None:
-        self.inner.cancel()
-
-    @property
-    def cancelled(self) -> bool:
-        return self.inner.cancelled
-
-    def __iter__(self) -> Iterator[Snapshot]:
-        return iter(self.inner)
 
     async def __aiter__(self) -> AsyncIterator[Snapshot]:
         lim = self._limits
