@@ -25,8 +25,9 @@ from voicelab.pipeline.llm_service import EngineLLMService, chat_messages
 ANSWER = "on friday we are open from 9 am to 8 pm. can i help with anything else?"
 
 
-def write_trace(path: Path, answers: list[tuple[str, str]], step_ms: int = 5) -> Path:
-    """A trace whose generations unmask one word per step, left to right (a safe, prefix-only sampler)."""
+def write_trace(path: Path, answers: list[tuple[str, str]], step_ms: int = 5, confidence: float = 0.9) -> Path:
+    """A trace whose generations unmask one word per step, left to right (a safe, prefix-only sampler), each
+    word committed with `confidence`."""
     with path.open("w") as f:
         f.write(json.dumps({"type": "header", "engine": "scripted", "sampler": "threshold", "version": 1}) + "\n")
         for user, ans in answers:
@@ -36,7 +37,7 @@ def write_trace(path: Path, answers: list[tuple[str, str]], step_ms: int = 5) ->
             for k in range(n):
                 masked = [i > k for i in range(n)]
                 snap = Snapshot(step=k, t_ns=0, tokens=tuple(range(10, 10 + n)), masked=tuple(masked),
-                                confidence=(0.9,) * n, guesses=tuple(range(10, 10 + n)),
+                                confidence=(confidence,) * n, guesses=tuple(range(10, 10 + n)),
                                 pieces=tuple("" if m else p for m, p in zip(masked, pieces, strict=True)),
                                 eos=n - 1 if k == n - 1 else None, block_size=n, blocks_done=0, pinned=0,
                                 forwards=k + 1, done=k == n - 1)

@@ -3,7 +3,6 @@ processor + tool handler refusing a cancel nobody asked for."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from pipecat.tests.utils import run_test
 
 from engines.snapshot import Snapshot
 from engines.trace import ReplayEngine
+from tests.test_pipeline import write_trace
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind as K
 from voicelab.measure.metrics import summarize
@@ -83,27 +83,8 @@ def test_commit_confidence_keeps_the_value_a_token_was_committed_with() -> None:
     assert CommitConfidence().tool_span(_snap(["okay", " bye"], [False, False], [0.9, 0.9])) is None
 
 
-def _trace(path: Path, answers: list[tuple[str, str]], conf: float) -> Path:
-    """One word unmasked per step, each committed with confidence `conf`."""
-    with path.open("w") as f:
-        f.write(json.dumps({"type": "header", "engine": "scripted", "sampler": "threshold", "version": 1}) + "\n")
-        for user, ans in answers:
-            f.write(json.dumps({"type": "generation", "messages": [{"role": "user", "content": user}]}) + "\n")
-            pieces = [("" if i == 0 else " ") + w for i, w in enumerate(ans.split(" "))] + [""]
-            n = len(pieces)
-            for k in range(n):
-                masked = [i > k for i in range(n)]
-                snap = Snapshot(step=k, t_ns=0, tokens=tuple(range(10, 10 + n)), masked=tuple(masked),
-                                confidence=(conf,) * n, guesses=tuple(range(10, 10 + n)),
-                                pieces=tuple("" if m else p for m, p in zip(masked, pieces, strict=True)),
-                                eos=n - 1 if k == n - 1 else None, block_size=n, blocks_done=0, pinned=0,
-                                forwards=k + 1, done=k == n - 1)
-                f.write(json.dumps({"type": "snapshot", "dt_ns": (k + 1) * 2_000_000, **snap.to_dict()}) + "\n")
-    return path
-
-
 async def _one_reply(tmp_path: Path, said: str, mode: str, conf: float = 0.9) -> tuple[CallLog, Any, list[Any]]:
-    engine = ReplayEngine(_trace(tmp_path / "t.jsonl", [(said, CANCEL)], conf))
+    engine = ReplayEngine(write_trace(tmp_path / "t.jsonl", [(said, CANCEL)], step_ms=2, confidence=conf))
     log = CallLog("c")
     log.reply_turn = 0
     llm = EngineLLMService(engine, log)

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from tests.test_web_app import Client
+from tests.test_web_browser import _engine
 from tests.web_helpers import ServerThread
 
 pytestmark = pytest.mark.slow
@@ -31,16 +32,6 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
 WARM_UP = 5
 MAX_RSS_GROWTH = 0.10
-
-
-def _engine() -> str | None:
-    env = os.environ.get("VOICELAB_TEST_ENGINE")
-    if env:
-        return env
-    for name in ("diffusion", "ar"):
-        if (ROOT / "engines" / "tiny" / name / "config.json").is_file():
-            return name
-    return None
 
 
 def session_threads() -> dict[str, int]:
