@@ -10,7 +10,7 @@ import pytest
 
 from engines import business as B
 from engines.answers import parse_expect, score_reply
-from engines.corpus import render
+from engines.corpus import render, week_slots
 from voicelab.fixtures.build import SUITE
 from voicelab.fixtures.format import FIXTURES_ROOT, select
 
@@ -34,6 +34,8 @@ def _right_reply(expect: str | dict[str, Any]) -> str:
         h = B.HOURS[s["day"]]
         return render("hours_closed", day=s["day"]) if h is None else render("hours_open", day=s["day"],
                                                                            open=h[0], close=h[1])
+    if want.intent == "hours_week":
+        return render("hours_week", **week_slots())
     if want.intent in ("order_status", "readback_phone"):
         spoken = " ".join(s["number"])
         return render(want.intent, number=s["number"], spoken=spoken)
