@@ -105,6 +105,8 @@ def coherence_problem(p: corpus.ParsedReply) -> str | None:
             return f"quotes {s['open']} to {s['close']} for {day}; the shop is open {h[0]} to {h[1]}"
     if p.key == "hours_closed" and B.HOURS[day] is not None:
         return f"says the shop is closed on {day}"
+    if p.key == "hours_week" and s != corpus.week_slots():
+        return "quotes a week that is not the shop's"
     if "time" in s and p.intent != "hours":
         if s["time"] not in B.TIMES:
             return f"{s['time']} is not one of the workshop's slots"
@@ -137,7 +139,7 @@ def score_reply(reply_text: str, expect: str | Mapping[str, Any] | Expect) -> An
     if p is None:
         why = "malformed tool span" if call and not call.well_formed else "fits no reply template"
         return AnswerScore(False, False, None, {}, why, tool, wrong_tool)
-    slots = _slots(p)
+    slots = {} if p.key == "hours_week" else _slots(p)
     problem = coherence_problem(p)
     if problem:
         return AnswerScore(False, False, p.intent, slots, problem, tool, wrong_tool)

@@ -32,7 +32,7 @@ from engines import business as B
 from engines.asr_noise import damage, garble
 
 INTENTS = (
-    "greeting", "hours", "address", "book", "book_ask_name", "book_name_followup", "reschedule",
+    "greeting", "hours", "hours_week", "address", "book", "book_ask_name", "book_name_followup", "reschedule",
     "cancel", "order_status", "readback_phone", "readback_booking", "small_talk", "goodbye", "fallback",
     "clarify",
 )
@@ -43,6 +43,10 @@ REPLIES: dict[str, tuple[str, str]] = {
     "greeting": ("greeting", f"hello, thanks for calling {B.SHOP.lower()}. how can i help you today?"),
     "hours_open": ("hours", "on {day} we are open from {open} to {close}."),
     "hours_closed": ("hours", "sorry, we are closed on {day}. we open again on monday at 9 am."),
+    # the one long answer (about 45 tokens): what a gate policy's first-audio gain is measured on
+    "hours_week": ("hours_week", "we are open monday to wednesday from {mon_open} to {mon_close}, thursday and friday "
+                                 "from {thu_open} to {thu_close}, and saturday from {sat_open} to {sat_close}. "
+                                 "we are closed on sunday."),
     "address": ("address", f"we are at {B.ADDRESS.lower()} in {B.CITY.lower()}, {B.LANDMARK}."),
     "book": ("book", "[book(day={day}, time={time}, name={name})] great {name}, {service} is booked for {day} at {time}."),
     "book_ask_name": ("book_ask_name", "sure, {service} on {day} at {time}. what name should i put it under?"),
@@ -62,6 +66,7 @@ REPLIES: dict[str, tuple[str, str]] = {
 _TIME_RE = r"\d{1,2}(?: \d{2})? [ap]m"
 SLOT_PATTERNS: dict[str, str] = {
     "day": "|".join(B.DAYS), "time": _TIME_RE, "open": _TIME_RE, "close": _TIME_RE, "name": r"[a-z]+",
+    **{f"{d}_{k}": _TIME_RE for d in ("mon", "thu", "sat") for k in ("open", "close")},
     "service": "|".join(re.escape(x) for x in B.SERVICES), "number": r"\d+", "spoken": r"\d(?: \d)*",
 }
 # tool calls the engine may emit, and which of them change or destroy a booking
@@ -150,6 +155,23 @@ def hours(r: random.Random) -> Example:
         f"how late are you open on {day}", f"what are your opening hours for {day}",
     ])
     return Example("hours", [{"role": "user", "content": u}], _hours_reply(day), {"day": day})
+
+
+def week_slots() -> dict[str, str]:
+    # the week as the shop keeps it; the reply groups monday-wednesday and thursday-friday
+    assert B.HOURS["monday"] == B.HOURS["tuesday"] == B.HOURS["wednesday"]
+    assert B.HOURS["thursday"] == B.HOURS["friday"] and B.HOURS["sunday"] is None
+    return {f"{d[:3]}_{k}": B.HOURS[d][i] for d in ("monday", "thursday", "saturday")  # type: ignore[index]
+            for i, k in enumerate(("open", "close"))}
+
+
+def hours_week(r: random.Random) -> Example:
+    u = _filler(r) + r.choice([
+        "what are your hours during the week", "when are you open this week", "which days are you open",
+        "what are your opening hours for the whole week", "can you tell me your hours for the week",
+        "what are your hours every day", "what days and times are you open",
+    ])
+    return Example("hours_week", [{"role": "user", "content": u}], render("hours_week", **week_slots()))
 
 
 def address(r: random.Random) -> Example:
@@ -362,13 +384,13 @@ def clarify(r: random.Random) -> Example:
 
 
 GENERATORS: dict[str, Callable[[random.Random], Example]] = {
-    "greeting": greeting, "hours": hours, "address": address, "book": book, "book_ask_name": book_ask_name,
+    "greeting": greeting, "hours": hours, "hours_week": hours_week, "address": address, "book": book, "book_ask_name": book_ask_name,
     "book_name_followup": book_name_followup, "reschedule": reschedule, "cancel": cancel,
     "order_status": order_status, "readback_phone": readback_phone, "readback_booking": readback_booking,
     "small_talk": small_talk, "goodbye": goodbye, "fallback": fallback, "clarify": clarify,
 }
 # slot-heavy intents are sampled more often: they are what the models must learn to copy
-WEIGHTS = {"greeting": 1, "hours": 3, "address": 2, "book": 5, "book_ask_name": 2, "book_name_followup": 3,
+WEIGHTS = {"greeting": 1, "hours": 3, "hours_week": 1, "address": 2, "book": 5, "book_ask_name": 2, "book_name_followup": 3,
            "reschedule": 3, "cancel": 3, "order_status": 4, "readback_phone": 3, "readback_booking": 3,
            "small_talk": 1, "goodbye": 1, "fallback": 5, "clarify": 5}
 # the shop's own requests (held-out evaluation draws from these only)
@@ -383,18 +405,56 @@ def _with_light_noise(e: Example, r: random.Random) -> Example:
     return Example(e.intent, msgs, e.reply, e.slots)
 
 
+# A real call is several turns: the caller's request comes after earlier exchanges, and after a
+# barge-in the context holds only the words of the bot's reply that were heard. Share of examples
+# given earlier turns, and of those given two; the reply depends on the last request only.
+HISTORY = 0.45
+TWO_EARLIER = 0.3
+CUT_OFF = 0.3  # an earlier reply the caller cut off: only its first words are in the context
+# earlier exchanges that close their request (a name-only answer after book_ask_name would not)
+_EARLIER = ("greeting", "hours", "hours_week", "address", "book", "book_ask_name", "reschedule", "cancel",
+            "order_status", "readback_phone", "small_talk", "fallback")
+# intents whose generator already writes the earlier turns they depend on
+_OWN_HISTORY = ("book_name_followup", "readback_booking")
+_FOLLOW_UP = ("and ", "also ", "so ", "oh and ", "okay ", "um ", "no ")
+_CLOSING = ("okay ", "mm hmm ", "alright ", "oh okay ", "right ")
+
+
+def _heard(reply: str, r: random.Random) -> str:
+    """The part of a reply heard before a barge-in: its tool span (executed, never spoken) and first words."""
+    span, _, said = reply.partition("] ") if reply.startswith("[") else ("", "", reply)
+    words = said.split()
+    kept = " ".join(words[:r.randint(1, max(1, len(words) - 2))])
+    return f"{span}] {kept}" if span else kept
+
+
+def _with_history(e: Example, r: random.Random) -> Example:
+    earlier: list[dict[str, str]] = []
+    for _ in range(2 if r.random() < TWO_EARLIER else 1):
+        x = GENERATORS[r.choice(_EARLIER)](r)
+        reply = _heard(x.reply, r) if r.random() < CUT_OFF else x.reply
+        earlier += x.messages[-1:] + [{"role": "assistant", "content": reply}]
+    last = e.messages[-1]["content"]
+    if r.random() < 0.5:
+        last = r.choice(_CLOSING if e.intent == "goodbye" else _FOLLOW_UP) + last
+    return Example(e.intent, earlier + e.messages[:-1] + [{"role": "user", "content": last}], e.reply, e.slots)
+
+
+def draw(intent: str, r: random.Random, noise: bool = True) -> Example:
+    """One example of `intent`, with light recogniser noise and earlier turns as a real call has them."""
+    e = GENERATORS[intent](r)
+    if noise and intent not in ("fallback", "clarify") and r.random() < LIGHT_NOISE:
+        e = _with_light_noise(e, r)
+    if intent != "greeting" and intent not in _OWN_HISTORY and r.random() < HISTORY:
+        e = _with_history(e, r)
+    return e
+
+
 def generate(n: int, seed: int) -> list[Example]:
     """n examples, reproducible from the seed."""
     r = random.Random(seed)
     names, weights = list(WEIGHTS), [WEIGHTS[k] for k in WEIGHTS]
-    out = []
-    for _ in range(n):
-        intent = r.choices(names, weights)[0]
-        e = GENERATORS[intent](r)
-        if intent != "fallback" and intent != "clarify" and r.random() < LIGHT_NOISE:
-            e = _with_light_noise(e, r)
-        out.append(e)
-    return out
+    return [draw(r.choices(names, weights)[0], r) for _ in range(n)]
 
 
 def heldout(n: int, seed: int, train: list[Example]) -> list[Example]:
@@ -404,7 +464,7 @@ def heldout(n: int, seed: int, train: list[Example]) -> list[Example]:
     r = random.Random(seed)
     names, weights = list(IN_DOMAIN), [WEIGHTS[k] for k in IN_DOMAIN]
     while len(out) < n:
-        e = GENERATORS[r.choices(names, weights)[0]](r)
+        e = draw(r.choices(names, weights)[0], r, noise=False)
         if e.slots and (e.intent, tuple(sorted(e.slots.items()))) in seen:
             continue
         out.append(e)
