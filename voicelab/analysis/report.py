@@ -414,7 +414,7 @@ def answers_section(runs: Sequence[RunData]) -> str:
     """FAR beside answer accuracy and coherence per configuration (engines.answers), so a fast but wrong
     configuration shows; accuracy below ACCURACY_BAR is marked."""
     head = "".join(f"<th>{h}</th>" for h in ("configuration", "FAR p50", "FAR p95", "answer accuracy", "coherent",
-                                             "wrong tool calls", "tool calls executed / refused"))
+                                             "wrong tool calls", "tool calls executed / confirmed / refused"))
     body = []
     for r in runs:
         a = r.summary.get("answers") or {}
@@ -427,13 +427,15 @@ def answers_section(runs: Sequence[RunData]) -> str:
         body.append(f"<tr><td>{html.escape(r.label)}</td><td>{_with_ci(r.summary, 'far_ms.p50')}</td>"
                     f"<td>{_with_ci(r.summary, 'far_ms.p95')}</td><td class=\"{cls}\">{acc_txt}</td>"
                     f"<td>{coh_txt}</td><td>{_fmt(a.get('wrong_tool_calls'))}</td>"
-                    f"<td>{_fmt(tools.get('executed'))} / {_fmt(tools.get('refused'))}</td></tr>")
+                    f"<td>{_fmt(tools.get('executed'))} / {_fmt(tools.get('confirmed'))} / "
+                    f"{_fmt(tools.get('refused'))}</td></tr>")
     return ("<h2>Answers beside FAR</h2>" + f'<div class="scroll"><table><tr>{head}</tr>{"".join(body)}</table></div>'
             + _p(f"Answer accuracy: replies with the right intent and exact slot values, of the caller turns whose "
                  f"fixture says what the answer is (expect_reply); below {100 * ACCURACY_BAR:.0f} % in red. "
                  "Coherent: replies that are a well-formed response of the shop's reply grammar with consistent "
                  "slots, of all replies. Wrong tool calls: a tool call where none (or another) was expected. "
-                 "Destructive tool calls without a reason are refused by the pipeline (--tool-reason)."))
+                 "Destructive tool calls without a reason are refused by the pipeline (--tool-reason); confirmed: "
+                 "run after the caller said yes to the bot's question (--tool-reason confirm)."))
 
 
 def _turn_table(run: RunData) -> str:

@@ -469,8 +469,8 @@ def _answer_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
 def _tool_call_stats(evs: list[Event]) -> dict[str, int]:
     """tool_call rows by outcome (voicelab.rules.tool_reason); a row without one (older runs) was executed.
 
-    `confirmed` counts calls executed after the caller said yes to a spoken confirmation: the pipeline has no
-    such path yet, so it stays 0.
+    `confirmed` counts calls executed after the caller said yes to a spoken confirmation (`--tool-reason
+    confirm`, voicelab.rules.confirm); a call asked about has an `asked` row first, which is not counted.
     """
     outcomes = [e.payload.get("outcome", "executed") for e in evs if e.kind == K.TOOL_CALL]
     return {"executed": outcomes.count("executed"), "confirmed": outcomes.count("confirmed"),

@@ -34,6 +34,7 @@ from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind, EventWriter
 from voicelab.measure.recording import CallRecorder
 from voicelab.pipeline.config import PipelineConfig
+from voicelab.pipeline.confirmation import ToolConfirmation
 from voicelab.pipeline.faults import FaultyEngine, SttFaults, faulty_tts_factory, hang_up_when_due
 from voicelab.pipeline.fixture_input import FixturePlayerInput
 from voicelab.pipeline.gate_processor import GateProcessor, ToolHandler
@@ -114,19 +115,48 @@ def make_tool_handler(tool_reason: str, llm: EngineLLMService, log: CallLog,
     the engine answered and the engine's commit-time confidence on the span), execute it (appended to `tools`,
     put back into the engine's history) or refuse it (appended with its reason, never into the history).
 
+    Mode `confirm` may also ask (`voicelab.pipeline.confirmation`, set as `llm.confirmation`): the row says
+    `asked` and gives the `question` the gate says instead of the engine's words; the caller's yes brings the
+    call back in the next reply, where it runs with outcome `confirmed`.
+
     Returns the outcome fields of the call's `tool_call` row; for an executed call of a held preemptive reply
     it returns None and logs the row when the turn confirms the reply (a withdrawn reply's call never runs).
     """
     mode, bar = parse_tool_reason(tool_reason)
+    confirm = ToolConfirmation(log, tools) if mode == "confirm" else None
+    llm.confirmation = confirm
 
     def act(call: ToolCall, turn: int, row: dict[str, Any]) -> None:
         tools.append({"turn": turn, **call.to_payload(), **row})
-        if row["outcome"] == "executed":
+        if row["outcome"] in ("executed", "confirmed"):
             llm.remember_tool_call(call.raw)
 
+    def ask(c: ToolConfirmation, call: ToolCall, turn: int, confidence: float | None,
+            row: dict[str, Any]) -> dict[str, Any] | None:
+        asked = c.asked(call, turn, confidence)
+        if llm.holding:  # a preemptive reply: its question waits for an answer once the turn confirms the reply
+            def wait() -> None:
+                c.wait(asked, turn)
+
+            llm.run_when_released(wait)
+        elif not c.wait(asked, turn):
+            return None  # another question waits: `wait` refused and logged it
+        row["question"] = asked.question
+        act(call, turn, row)
+        return row
+
     def handler(call: ToolCall, turn: int, confidence: float | None) -> dict[str, Any] | None:
+        yes = confirm.take(call) if confirm is not None else None
+        if yes is not None:  # the reply to the caller's yes: the asked call runs now, with its own confidence
+            conf = yes.asked.confidence
+            done: dict[str, Any] = {"outcome": "confirmed", "reason": yes.reason,
+                                    "confidence": None if conf is None else round(conf, 4)}
+            act(call, turn, done)
+            return done
         verdict = judge(mode, call.name, call.args, llm.current_user, llm.earlier_user, confidence, bar)
         row = {"outcome": verdict.outcome, "reason": verdict.reason}
+        if verdict.ask and confirm is not None:
+            return ask(confirm, call, turn, confidence, row)
         if verdict.execute and llm.holding:  # a preemptive reply: act (and log) only once the turn confirms it
             def released() -> None:
                 conf = None if confidence is None else round(confidence, 4)
@@ -249,6 +279,8 @@ async def run_call(fixture: Fixture, cfg: PipelineConfig, res: Resources, call_i
         with contextlib.suppress(asyncio.CancelledError):
             await caller
     out.finish()
+    if core.llm.confirmation is not None:  # a question the caller never answered: its call did not run
+        core.llm.confirmation.close()
     end_ns = max(log.now_ns(), recorder.end * 1_000_000_000 // sr)
     log.log(K.CALL_END, -1, {"errors": log.errors}, t_ns=end_ns)
 

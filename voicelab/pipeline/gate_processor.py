@@ -7,7 +7,8 @@ LLM service waits on), ticks the gate's hold timer, and emits one `ChunkTextFram
 Tool-call spans are never spoken: committed ones go to the tool handler, with the engine's commit-time
 confidence on the span (`voicelab.rules.tool_reason.CommitConfidence`), and are logged as `tool_call` with what the
 handler returned (its outcome: executed or refused, and why); a handler that returns None logs the row itself
-when it acts (a held preemptive reply).
+when it acts (a held preemptive reply). A row with outcome `asked` and a `question` (`--tool-reason confirm`)
+ends the reply: the question is said instead of the engine's words after the call, which would say it is done.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from voicelab.gate import Gate, GatePolicy, ShaperParams, ToolCall
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind
 from voicelab.pipeline.frames import CHUNK_TEXT_TYPE, ChunkTextFrame, SnapshotFrame
+from voicelab.pipeline.greeting import greeting_snapshot
 from voicelab.rules.tool_reason import CommitConfidence
 
 K = EventKind
@@ -114,6 +116,7 @@ class GateProcessor(FrameProcessor):
             await self._emit(gate, chunks)
 
     async def _emit(self, gate: Gate, chunks: list[Any]) -> None:
+        ask, ask_at = "", 0
         for call in gate.pop_tool_calls():
             self.tool_calls.append(call)
             conf = self._confidence.tool_span(self._snapshot) if self._snapshot is not None else None
@@ -127,8 +130,24 @@ class GateProcessor(FrameProcessor):
                     extra = {"outcome": "error"}
             if extra is not None:
                 self._log.log(K.TOOL_CALL, self._turn, {**payload, **extra})
+                if extra.get("outcome") == "asked" and not ask:
+                    ask, ask_at = str(extra.get("question") or ""), call.start_char
         for span in gate.malformed_tool_spans[len(self.malformed_tool_spans):]:
             self.malformed_tool_spans.append(span)
+        if ask:  # what the reply said before the call is said; the rest is replaced by the question
+            await self._push_chunks(gate, [c for c in chunks if c.end_char <= ask_at])
+            await self._ask_instead(ask)
+            return
+        await self._push_chunks(gate, chunks)
+
+    async def _ask_instead(self, question: str) -> None:
+        """Say `question` and nothing more of this reply: its later snapshots find no gate and are dropped."""
+        self._gate = None
+        asking = Gate(self.policy, self.shaper, pin=lambda _n: None)  # a finished canvas: nothing to pin
+        self._chunk_base = self._next_chunk_id
+        await self._push_chunks(asking, asking.feed(greeting_snapshot(question), self._log.now_ns()))
+
+    async def _push_chunks(self, gate: Gate, chunks: list[Any]) -> None:
         for chunk in chunks:
             cid = self._chunk_base + chunk.chunk_id
             self._next_chunk_id = max(self._next_chunk_id, cid + 1)

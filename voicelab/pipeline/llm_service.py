@@ -15,6 +15,10 @@ held reply (`hit`: no second generation); other words withdraw it (`miss`: the g
 `InterruptionFrame` flushes the gate, the TTS and the hold, and the engine starts again on the final words).
 Tool calls of a held reply wait for the release. Outcomes are logged as `preempt_result` rows.
 
+Spoken tool-call confirmation (`--tool-reason confirm`, `voicelab.pipeline.confirmation`): while a question
+waits for the caller's answer no preemptive generation starts, and each reply first hands the caller's words to
+`confirmation.reply_for`; a yes gives the reply to say instead of generating (`ScriptedGeneration`).
+
 Engine events (`llm_request`, `engine_snapshot`, `engine_done`, `error`) are logged with the reply turn
 fixed when the request started. An engine that raises mid-stream is logged as an `error` row; the reply
 ends there and the call carries on.
@@ -45,6 +49,7 @@ from engines.protocol import EngineLike, ReportsUsage
 from engines.snapshot import Snapshot
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind, snapshot_payload
+from voicelab.pipeline.confirmation import ScriptedGeneration, ToolConfirmation
 from voicelab.pipeline.frames import HoldFrame, PreemptFrame, ReleaseFrame, SnapshotFrame
 from voicelab.speech.wer import comparable_words
 
@@ -125,6 +130,7 @@ class EngineLLMService(LLMService):
         self._pending: _Pending | None = None
         self._answered_turn: int | None = None  # the latest caller turn whose LLM request arrived
         self._held_actions: list[Callable[[], None]] = []
+        self.confirmation: ToolConfirmation | None = None  # set by the tool handler in mode `confirm`
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         await super().process_frame(frame, direction)
@@ -153,6 +159,8 @@ class EngineLLMService(LLMService):
         self._held_actions.append(action)
 
     async def _preempt(self, text: str) -> None:
+        if self.confirmation is not None and self.confirmation.waiting:
+            return  # the caller is answering a question: their words decide before any engine runs
         text = text.strip()
         p = self._pending
         if p is not None and same_words(p.text, text):
@@ -212,23 +220,30 @@ class EngineLLMService(LLMService):
 
     async def _generate(self, context: LLMContext) -> None:
         messages = with_tool_spans(chat_messages(context), self.tool_memory)
-        await self._run(messages, self._log.reply_turn, next(self._gen_ids))
+        script = None
+        if self.confirmation is not None:
+            said = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+            script = self.confirmation.reply_for(said, self._log.reply_turn)
+        await self._run(messages, self._log.reply_turn, next(self._gen_ids), script)
 
-    async def _run(self, messages: list[dict[str, str]], turn: int, gen_id: int) -> None:
+    async def _run(self, messages: list[dict[str, str]], turn: int, gen_id: int, script: str | None = None) -> None:
+        """One reply: the engine's answer to `messages`, or `script` said as it is (no engine runs)."""
         log = self._log
         log.request_turn = turn
         last_user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
         self.current_user = last_user
         self.earlier_user = [m["content"] for m in messages if m["role"] == "user"][:-1]
-        self.generations += 1
-        log.log(K.LLM_REQUEST, turn, {"messages": len(messages), "text": last_user, "gen_id": gen_id})
+        if script is None:  # engine generations only
+            self.generations += 1
+        log.log(K.LLM_REQUEST, turn, {"messages": len(messages), "text": last_user, "gen_id": gen_id,
+                                      **({"scripted": True} if script is not None else {})})
         steps = 0
         last: Snapshot | None = None
         cancelled = True
         gen: Any = None
         await self.push_frame(LLMFullResponseStartFrame())
         try:
-            gen = self.engine.generate(messages)
+            gen = self.engine.generate(messages) if script is None else ScriptedGeneration(script)
             async for snap in gen:
                 log.log(K.ENGINE_SNAPSHOT, turn, {**snapshot_payload(snap, last, canvas=True), "gen_id": gen_id})
                 last = snap

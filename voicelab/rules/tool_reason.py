@@ -7,6 +7,9 @@ reason, chosen by `PipelineConfig.tool_reason` (`voicelab run --tool-reason`):
   word such as "cancel" or "move" in the last utterance, and every argument value the tool needs said in it or
   in the caller's earlier turns);
 - `confidence[:BAR]`: the engine's own confidence on the tool span is at least BAR (default `CONFIDENCE_BAR`);
+- `confirm`: as `words`, but a call the words only partly ask for (the tool's cue word said but not every value,
+  or every value said but no cue word) is neither executed nor refused: it is `asked` (the bot says a
+  confirmation question, `voicelab.rules.confirm`, and the caller's yes runs it); one with neither is refused;
 - `off`: every tool call is executed (the behaviour before issue 14).
 
 Other tool calls (book, order_status) change nothing that cannot be undone and are always executed. A refused
@@ -31,7 +34,7 @@ from engines.answers import tool_call_supported, tool_span_confidence
 from engines.corpus import DESTRUCTIVE_TOOLS
 from engines.snapshot import Snapshot
 
-TOOL_REASONS = ("words", "confidence", "off")
+TOOL_REASONS = ("words", "confidence", "confirm", "off")
 # `confidence` mode: the least commit-time confidence over the tool span must reach this. Measured on the
 # shipped tiny diffusion engine (threshold sampler) with 11 cancel/reschedule requests of the corpus's kind and
 # 7 garbled or unrelated sentences that still drew a cancel ("oh god you can only when it closed today", "will
@@ -48,11 +51,13 @@ class ToolReasonError(ValueError):
 
 
 TOOL_REASON_HELP = ("words (the caller's words must ask for a cancel or reschedule), confidence[:BAR] (the engine's "
-                    f"commit-time confidence on the tool span >= BAR, default {CONFIDENCE_BAR}) or off (execute all)")
+                    f"commit-time confidence on the tool span >= BAR, default {CONFIDENCE_BAR}), confirm (as words, "
+                    "but ask the caller 'cancel your monday appointment, right?' when the words only partly ask "
+                    "for it; a yes runs it) or off (execute all)")
 
 
 def parse_mode(spec: str) -> tuple[str, float]:
-    """("words" | "confidence" | "off", confidence bar) from "words", "confidence", "confidence:0.6" or "off"."""
+    """(mode, confidence bar) from "words", "confidence", "confidence:0.6", "confirm" or "off"."""
     mode, sep, bar = spec.partition(":")
     try:
         value = float(bar) if sep else CONFIDENCE_BAR
@@ -92,10 +97,22 @@ class CommitConfidence:
 class Verdict:
     execute: bool
     reason: str
+    ask: bool = False  # neither executed nor refused yet: the caller is asked (mode `confirm`)
 
     @property
     def outcome(self) -> str:
-        return "executed" if self.execute else "refused"
+        return "asked" if self.ask else "executed" if self.execute else "refused"
+
+
+def _partly_asked(name: str, args: Mapping[str, str], user_text: str, earlier: Sequence[str]) -> str | None:
+    """Why the caller's words half ask for this call (None: not at all), from `tool_call_supported` alone."""
+    # the cue-word half: every value counted as said; the values half: the tool's own name (one of its cue
+    # words) counted as said
+    if tool_call_supported(user_text, name, args, [*earlier, *args.values()]):
+        return f"the caller asked for {name} but did not say every value"
+    if tool_call_supported(f"{user_text} {name}", name, args, earlier):
+        return f"the caller said every value but did not ask for {name}"
+    return None
 
 
 def judge(mode: str, name: str, args: Mapping[str, str], user_text: str, earlier: Sequence[str] = (),
@@ -107,10 +124,13 @@ def judge(mode: str, name: str, args: Mapping[str, str], user_text: str, earlier
         return Verdict(True, "not destructive")
     if mode == "off":
         return Verdict(True, "tool reason off")
-    if mode == "words":
+    if mode in ("words", "confirm"):
         if tool_call_supported(user_text, name, args, earlier):
             return Verdict(True, "the caller's words ask for it")
         said = " ".join(user_text.split()) or "(nothing)"
+        partly = _partly_asked(name, args, user_text, earlier) if mode == "confirm" else None
+        if partly is not None:
+            return Verdict(False, f"{partly}: {said!r}", ask=True)
         return Verdict(False, f"the caller's words do not ask for {name} with these values: {said!r}")
     if confidence is None:
         return Verdict(False, "no engine confidence on the tool span")

@@ -329,18 +329,19 @@ def failed_runs(root: Path) -> list[Path]:
 
 def _answer_cells(s: Mapping[str, Any]) -> tuple[str, str, str]:
     """'answer acc' (correct of the replies the fixtures score, with n), 'coherent' (of all replies) and tool
-    calls executed/refused, for the overall table: FAR beside whether the answers were right."""
+    calls executed/confirmed/refused, for the overall table: FAR beside whether the answers were right."""
     a = s.get("answers") or {}
     tools = s.get("tool_calls") or {}
     acc = "—" if a.get("correct") is None else f"{100 * a['correct']:.1f} % of {a.get('n')}"
     coh = "—" if a.get("coherent") is None else f"{100 * a['coherent']:.1f} %"
-    return acc, coh, f"{_f(tools.get('executed'))}/{_f(tools.get('refused'))}" if tools else "—"
+    return acc, coh, (f"{_f(tools.get('executed'))}/{_f(tools.get('confirmed'))}/{_f(tools.get('refused'))}"
+                      if tools else "—")
 
 
 def print_summary(console: Console, summaries: Sequence[dict[str, Any]]) -> None:
     t = Table(title="overall")
     for name in ("config", "turns", "FAR p50", "FAR p95", "stop p50", "stop p95", "recovery p50", "heard err",
-                 "false BI", "audible/100w", "churn", "post-syn", "answer acc", "coherent", "tools run/refused",
+                 "false BI", "audible/100w", "churn", "post-syn", "answer acc", "coherent", "tools run/conf/ref",
                  "1st commit p50", "tok/s", "truth FAR Δp95"):
         t.add_column(name, justify="left" if name == "config" else "right", overflow="fold",
                      no_wrap=name == "config")
