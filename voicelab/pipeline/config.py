@@ -67,7 +67,7 @@ class PipelineConfig:
     # speculative synthesis (voicelab.rules.speculative): uncommitted text whose positions' confidence passes this
     # goes to TTS early, its audio held until the gate commits it unchanged; None: off
     speculative_tts: float | None = None
-    # destructive tool calls need a reason (voicelab.rules.tool_reason): words, confidence[:BAR] or off
+    # destructive tool calls need a reason (voicelab.rules.tool_reason): words, confirm (ask when unsure), confidence[:BAR] or off
     tool_reason: str = "words"
     seed: int = 0
     label: str | None = None
