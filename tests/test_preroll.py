@@ -35,3 +35,13 @@ def test_keeps_about_keep_s_and_tail_covers_what_it_can(chunk_ms: list[int], sec
     assert kept_s >= min(total_s, 0.3) - 1e-9  # and never less
     got = sum(len(c) for c in pre.tail(seconds)) / (2 * SR)
     assert got >= min(seconds, kept_s) - 1e-9
+
+
+def test_clear_forgets_what_came_before() -> None:
+    pre = PreRoll(SR, keep_s=0.1)
+    for i in range(5):
+        pre.push(_chunk(i))
+    pre.clear()
+    assert pre.tail(0.1) == []
+    pre.push(_chunk(7))
+    assert [c[0] for c in pre.tail(0.1)] == [7]  # only what came after, however much is asked for

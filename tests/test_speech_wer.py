@@ -23,6 +23,10 @@ def test_identical_after_normalisation_is_zero() -> None:
     ("for the twentieth time that evening", "For the 20th time that evening"),
     ("unless to be rather cold hearted", "Unless to be rather cold-hearted"),
     ("mm hmm", "Mm-hmm."),
+    ("uh huh", "Uh-huh."),
+    ("please move me to wednesday at 10 am", "Please move me to Wednesday at 10am."),
+    ("um when do you close on friday", "When do you close on Friday?"),
+    ("when do you close on friday", "Uh, when do you, um, close on Friday?"),
 ])
 def test_digits_spelled_numbers_and_punctuation_compare_equal(reference: str, hypothesis: str) -> None:
     assert word_errors(reference, hypothesis) == word_errors(reference, reference)
@@ -93,3 +97,10 @@ def test_dropping_one_word_is_one_error(reference: str, at: int) -> None:
     at %= len(words)
     e = word_errors(" ".join(words), " ".join(words[:at] + words[at + 1:]))
     assert e.errors == 1
+
+
+def test_hesitations_are_not_words_but_backchannels_are() -> None:
+    assert comparable_words("um my name is ben") == ["my", "name", "is", "ben"]
+    assert comparable_words("uh huh") == ["uh", "huh"]
+    assert word_errors("uh huh", "") == WordErrors(0, 2, 0, 2)
+    assert recognizer_text("See you at 4pm, not 4 p.m.") == "see you at 4 pm not 4 pm"

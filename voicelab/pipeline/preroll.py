@@ -25,6 +25,11 @@ class PreRoll:
         while self._chunks and self._bytes - len(self._chunks[0]) >= self._keep:
             self._bytes -= len(self._chunks.popleft())
 
+    def clear(self) -> None:
+        """Forget what was kept: audio a recognizer already has (up to a VAD stop) must not be replayed."""
+        self._chunks.clear()
+        self._bytes = 0
+
     def tail(self, seconds: float) -> list[bytes]:
         """The chunks covering at least the last `seconds` (all there is when the buffer is shorter)."""
         need = math.ceil(2 * self._sr * seconds)  # any positive span asks for at least a sample

@@ -2,15 +2,21 @@
 
 Whisper is not a streaming model, so `voicelab.speech.streaming.StreamingWhisper` hides its cost behind the
 caller's speech: from the VAD's start (plus a pre-roll from a ring buffer, since the VAD reports speech
-`start_secs` late) every audio frame is fed to it; a pass over the utterance so far runs every
-`partial_every_s` in its worker thread and goes out as an `InterimTranscriptionFrame` (they drive
+late) every audio frame is fed to it. The pre-roll is `preroll_s` plus the VAD's `start_secs`: Silero
+reports a start `start_secs` plus its own smoothing after the true onset (0.24-0.6 s in the default list's
+runs), and tiny.en mishears a first word that starts the audio without a few hundred ms of lead-in
+(cut at the true onset, the default list's WER rises by about ten points), so the pass should begin
+before the slowest start plus such a lead-in. After a pause inside the turn the next stretch gets the same
+pre-roll (the buffer is emptied at each VAD stop, so nothing is fed twice). A pass over the utterance so
+far runs every `partial_every_s` in its worker thread and goes out as an `InterimTranscriptionFrame` (they drive
 word-count barge-in rules and preemptive generation); at the VAD's stop the final pass (or the pass in
 flight, when it already covers all the audio) becomes a `TranscriptionFrame(finalized=True)`.
 
 A user turn can hold several stretches of speech (a caller who pauses mid-sentence). Whisper on a
 fragment ("tuesday at 11 am" alone) is much worse than on the whole sentence, so while pipecat's user turn
 is open the utterance spans the pauses: each VAD stop transcribes the turn so far and sends only the words
-beyond those already sent (the aggregator appends transcripts).
+beyond those already sent, found by aligning the two readings (`unsent_words`; the aggregator appends
+transcripts).
 
 The recognizer is loaded once per configuration and shared: `SharedRecognizer` lets one pass run at a
 time (the model is not thread-safe; live sessions may share it).
@@ -20,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from difflib import SequenceMatcher
 from typing import Any
 
 import numpy as np
@@ -61,10 +68,25 @@ def load_recognizer(cpu_threads: int = 2) -> SharedRecognizer:
     return rec
 
 
+def unsent_words(sent: list[str], words: list[str]) -> list[str]:
+    """The words of a new transcript of the whole turn that follow those already sent.
+
+    Each pass re-reads the turn from its start and may word its beginning differently ("i'd like" sent, now
+    "i would like"), so the sent words are aligned to the new ones rather than counted off: what follows the
+    last sent word that the new transcript still has (plus as many words as the sent text had after it)."""
+    if not sent:
+        return words
+    blocks = [b for b in SequenceMatcher(a=sent, b=words, autojunk=False).get_matching_blocks() if b.size]
+    if not blocks:
+        return words[len(sent):]
+    last = blocks[-1]
+    return words[last.b + last.size + (len(sent) - last.a - last.size):]
+
+
 class WhisperSTTService(STTService):
     """Streaming Whisper (see the module doc)."""
 
-    def __init__(self, *, recognizer: SharedRecognizer, preroll_s: float = 0.3, partial_every_s: float = 0.5,
+    def __init__(self, *, recognizer: SharedRecognizer, preroll_s: float = 0.7, partial_every_s: float = 0.5,
                  ttfs_p99_latency: float = 0.5, **kwargs: Any) -> None:
         super().__init__(ttfs_p99_latency=ttfs_p99_latency,
                          settings=STTSettings(model="whisper-tiny.en", language=None), **kwargs)
@@ -72,7 +94,7 @@ class WhisperSTTService(STTService):
         self._preroll: PreRoll | None = None  # made at the first audio (the sample rate is known then)
         self._in_utt = False
         self._turn_open = False  # pipecat's user turn is open (UserStarted seen, UserStopped not yet)
-        self._sent_words = 0  # words of this utterance already sent as finals
+        self._sent_words: list[str] = []  # the transcript of this utterance whose words went out as finals
         self._last_interim = ""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stream = StreamingWhisper(recognizer, partial_every_s=partial_every_s, on_partial=self._on_partial)
@@ -93,7 +115,8 @@ class WhisperSTTService(STTService):
     async def run_stt(self, audio: bytes):  # type: ignore[override]
         # keep a pre-roll of recent audio; while in an utterance, stream it to the recognizer
         if self._preroll is None:
-            self._preroll = PreRoll(self.sample_rate, max(self._preroll_s + 0.3, 0.5))
+            # room for the pre-roll behind the longest VAD start window the configuration allows (1 s)
+            self._preroll = PreRoll(self.sample_rate, self._preroll_s + 1.0)
         self._preroll.push(audio)
         if self._in_utt:
             self._stream.feed(self._pcm(audio))
@@ -106,10 +129,12 @@ class WhisperSTTService(STTService):
         self._in_utt = True
         if self._turn_open and self._stream.audio_s > 0:
             self._stream.reopen()  # the same turn goes on after a pause: transcribe it as one utterance
-            return
-        self._last_interim = ""
-        self._sent_words = 0
-        self._stream.start()
+        else:
+            self._last_interim = ""
+            self._sent_words = []
+            self._stream.start()
+        # the VAD reports speech late: replay what came before (after a pause too, or the next stretch loses its
+        # first syllable); the buffer holds nothing from before the last VAD stop, which the stream already has
         pre = self._preroll.tail(self._preroll_s + frame.start_secs) if self._preroll is not None else []
         if pre:
             self._stream.feed(self._pcm(b"".join(pre)))
@@ -119,13 +144,16 @@ class WhisperSTTService(STTService):
         if not self._in_utt:
             return
         self._in_utt = False
+        if self._preroll is not None:
+            self._preroll.clear()  # the stream has this audio; a later start replays only what comes after
         # the final pass runs in the recognizer's thread; audio keeps flowing meanwhile
         self.create_task(self._final(asyncio.wrap_future(self._stream.finish())), name="whisper_final")
 
     async def _final(self, pending: asyncio.Future[Transcript]) -> None:
         words = (await pending).text.split()
-        new = " ".join(words[self._sent_words:])
-        self._sent_words = max(self._sent_words, len(words))
+        new = " ".join(unsent_words(self._sent_words, words))
+        if new:
+            self._sent_words = words
         self.finals.append(new)
         if new:
             await self.push_frame(TranscriptionFrame(new, self._user_id, time_now_iso8601(), finalized=True))

@@ -1,7 +1,8 @@
 """Word error rate of a recogniser's words against a reference transcript.
 
 Both sides go through the project's normaliser (`recognizer_text`: punctuation, case, spoken numbers
-to digits; ordinals to digits), and runs of digit tokens are joined into one number, so that
+to digits; ordinals to digits), hesitations ("um", "uh") are dropped from both, and runs of digit
+tokens are joined into one number, so that
 "four seven one", "4 7 1" and "471" are the same one word and "3 30 pm" equals "3:30 PM". Errors are
 counted on a minimum edit-distance word alignment (substitutions, deletions, insertions); the rate
 divides their sum by the reference's word count (by 1 when the reference is empty, so an empty
@@ -31,10 +32,18 @@ class WordErrors:
         return self.errors / max(1, self.reference_words)
 
 
+# Hesitations carry no words: recognisers drop them (Whisper writes no "um") and scoring tools treat them as
+# optional, so neither side counts them. Backchannels ("mm hmm", "uh huh") are answers and stay.
+FILLERS = frozenset({"um", "umm", "uh", "uhm", "er", "erm"})
+
+
 def comparable_words(text: str) -> list[str]:
-    """The words WER compares: normalised, with each run of digits joined into one number."""
+    """The words WER compares: normalised, hesitations dropped, each run of digits joined into one number."""
     out: list[str] = []
-    for w in ordinal_digits(recognizer_text(text)).split():
+    words = ordinal_digits(recognizer_text(text)).split()
+    for i, w in enumerate(words):
+        if w in FILLERS and words[i + 1:i + 2] != ["huh"]:  # "uh huh" is a backchannel, not a hesitation
+            continue
         if w.isdigit() and out and out[-1].isdigit():
             out[-1] += w
         else:
