@@ -102,10 +102,6 @@ async def _settle(server: ServerThread, tasks: int, threads: int, timeout_s: flo
         await asyncio.sleep(0.2)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "measured 2026-11-30 (load average 9.5): 100 cycles leave no session, task or thread once garbage is "
-    "collected, but RSS grew 1112 -> 2970 MB (+167 %, ~19 MB a session, still after gc.collect()); the leak "
-    "is not found yet (issue 12)"))
 async def test_connect_disconnect_cycles_leave_nothing_behind(served: ServerThread) -> None:
     cycles = int(os.environ.get("VOICELAB_SOAK_CYCLES", "100"))
     for i in range(WARM_UP):  # first sessions load models and grow the allocators: not a leak

@@ -11,6 +11,7 @@ from pipecat.observers.base_observer import BaseObserver
 
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.pipeline.llm_service import EngineLLMService
+from voicelab.pipeline.turn_models import TurnModels
 from voicelab.pipeline.watchdog import Limits, WatchedEngine
 from voicelab.web.session import LiveCallLog, build_live_pipeline
 
@@ -55,6 +56,9 @@ class Stalled:
 class Pool:
     recognizer = None
     decision = None
+
+    def __init__(self) -> None:
+        self.turn_models = TurnModels()
 
     async def get(self, _cfg: PipelineConfig) -> tuple[Any, Any]:
         return Stalled(), object()  # the voice is not used before a chunk is spoken

@@ -28,14 +28,18 @@ from voicelab.measure.calllog import CallLog
 from voicelab.pipeline.barge_in import PauseThenDecide
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.pipeline.turn_end import DecidingTurnStopStrategy
+from voicelab.pipeline.turn_models import TurnModels
 from voicelab.pipeline.vad_webrtc import WebRTCVADAnalyzer
 
 
-def vad_analyzer(cfg: PipelineConfig) -> VADAnalyzer:
-    """Silero (from the pipecat wheel) or webrtcvad, with the config's start/stop seconds."""
+def vad_analyzer(cfg: PipelineConfig, models: TurnModels | None = None) -> VADAnalyzer:
+    """Silero (from the pipecat wheel) or webrtcvad, with the config's start/stop seconds. `models`: Silero's
+    model session shared with other calls (None: a model of its own)."""
     params = VADParams(start_secs=cfg.vad_start_secs, stop_secs=cfg.vad_stop_secs)
     if cfg.vad == "webrtc":
         return WebRTCVADAnalyzer(sample_rate=cfg.sample_rate, params=params)
+    if models is not None:
+        return models.silero_vad(sample_rate=cfg.sample_rate, params=params)
     return SileroVADAnalyzer(sample_rate=cfg.sample_rate, params=params)
 
 
@@ -68,22 +72,35 @@ ONSET_START_SECS = 0.064
 ONSET_STOP_SECS = 0.2
 
 
-def onset_vad(cfg: PipelineConfig) -> VADAnalyzer:
+def onset_vad(cfg: PipelineConfig, models: TurnModels | None = None) -> VADAnalyzer:
     """The early VAD of `--barge-in pause`: the configured VAD with a short start window, ready to analyse."""
-    vad = vad_analyzer(replace(cfg, vad_start_secs=ONSET_START_SECS, vad_stop_secs=ONSET_STOP_SECS))
+    vad = vad_analyzer(replace(cfg, vad_start_secs=ONSET_START_SECS, vad_stop_secs=ONSET_STOP_SECS), models)
     vad.set_sample_rate(cfg.sample_rate)
     return vad
 
 
 def turn_strategies(cfg: PipelineConfig, *, decision: DecisionModel | None = None,
-                    log: CallLog | None = None) -> UserTurnStrategies:
+                    log: CallLog | None = None, models: TurnModels | None = None) -> UserTurnStrategies:
     """Turn start (barge-in rule) and turn end (`decide`, smart-turn or a silence timeout) strategies.
 
     `decision` is the tiny decision model of `--turn decide` (loaded once per configuration); `log` gets its
-    verdicts."""
+    verdicts; `models`: the Silero and smart-turn sessions and the barge-in judge shared with other calls (None:
+    their own)."""
+
+    def smart_turn(params: SmartTurnParams) -> LocalSmartTurnAnalyzerV3:
+        if models is not None:
+            return models.smart_turn(params=params)
+        return LocalSmartTurnAnalyzerV3(params=params)
+
     words = cfg.barge_in_words()
     if cfg.barge_in == "pause":
-        start: list[Any] = [PauseThenDecide(onset_vad=onset_vad(cfg))]
+        if models is None:
+            pause = PauseThenDecide(onset_vad=onset_vad(cfg))
+        else:  # the judge's model is shared too, not loaded again by each call's strategy
+            name, judge = models.interruption_judge(decision)
+            pause = PauseThenDecide(judge=judge, onset_vad=onset_vad(cfg, models))
+            pause.judge_name = name
+        start: list[Any] = [pause]
     elif words is None:
         start = [VADUserTurnStartStrategy(), TranscriptionUserTurnStartStrategy()]
     else:
@@ -91,11 +108,11 @@ def turn_strategies(cfg: PipelineConfig, *, decision: DecisionModel | None = Non
     kind, timeout = cfg.turn_timeout()
     if kind == "decide":
         # smart-turn's own silence fallback is set past the rule's cap: the rule ends every turn
-        analyzer = LocalSmartTurnAnalyzerV3(params=SmartTurnParams(stop_secs=TurnThresholds().cap_ms / 1000 + 1))
+        analyzer = smart_turn(SmartTurnParams(stop_secs=TurnThresholds().cap_ms / 1000 + 1))
         stop: list[Any] = [DecidingTurnStopStrategy(analyzer=analyzer, decision=decision, log=log,
                                                     preemptive=cfg.preemptive)]
     elif kind == "smart":
-        analyzer = LocalSmartTurnAnalyzerV3(params=SmartTurnParams(stop_secs=timeout))
+        analyzer = smart_turn(SmartTurnParams(stop_secs=timeout))
         stop = [TurnAnalyzerUserTurnStopStrategy(turn_analyzer=analyzer)]
     else:
         stop = [SpeechTimeoutUserTurnStopStrategy(user_speech_timeout=timeout)]

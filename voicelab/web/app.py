@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import mimetypes
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -193,6 +194,25 @@ class SessionRegistry:
         await asyncio.gather(*(s.stop(reason) for s in list(self.sessions.values())), return_exceptions=True)
 
 
+# An ended session's pipeline refers to itself (processors, their tasks and event handlers, the WebRTC
+# connection), so only a full garbage collection frees it. With torch, pipecat and the models loaded (~520k
+# long-lived objects) Python runs one only every few dozen sessions and it then holds the event loop 0.5 to
+# 0.9 s; meanwhile the dead sessions' connections, codecs and buffers pile up (issue 12: +2.3 MB of RSS per
+# session once the models were shared). So the objects alive at startup, which live as long as the server, are
+# frozen out of collection, and a full collection, which then scans only what came later (measured over 100
+# soak sessions: 3.6 ms median, 21 ms at most), runs as each session's task ends.
+
+def freeze_startup_heap() -> None:
+    """Keep what is alive now (modules, models) out of all later collections (`gc.freeze`, per process)."""
+    gc.collect()  # today's garbage is collected, not frozen with the rest
+    gc.freeze()
+
+
+def collect_ended_session(_task: asyncio.Task[None]) -> None:
+    """A session's task is done: free its pipeline now (a done callback, so the task holds no frame)."""
+    gc.collect()
+
+
 # ---- request bounds and headers (plain ASGI, so it sees every request) ------------------------------------
 
 class _TooLarge(Exception):
@@ -301,6 +321,7 @@ def create_app(options: ServeOptions | None = None, *, pool: ResourcePool | None
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        freeze_startup_heap()
         try:
             yield
         finally:
@@ -309,6 +330,7 @@ def create_app(options: ServeOptions | None = None, *, pool: ResourcePool | None
                 await handler.close()
             if pool is None:
                 resources.close()
+            gc.unfreeze()  # the process may go on (tests): its objects are collectable again
 
     app = FastAPI(title="voicelab live", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.registry = registry
@@ -384,6 +406,8 @@ def create_app(options: ServeOptions | None = None, *, pool: ResourcePool | None
                           pipeline_factory=pipeline_factory, runs_dir=opts.runs_dir)
         registry.add(session)
         session.start()
+        if session.task is not None:
+            session.task.add_done_callback(collect_ended_session)
         logger.info(f"session {session.pc_id} started ({len(registry.sessions)}/{registry.max_sessions})")
         return JSONResponse(answer)
 

@@ -67,6 +67,7 @@ from voicelab.pipeline.resources import open_engine_for, warm_up_voice
 from voicelab.pipeline.shared_voice import SerializedVoice
 from voicelab.pipeline.stt_whisper import SharedRecognizer, load_recognizer
 from voicelab.pipeline.tts_piper import PiperTTSService, load_voice
+from voicelab.pipeline.turn_models import TurnModels
 from voicelab.pipeline.turns import turn_strategies, vad_analyzer
 from voicelab.pipeline.watchdog import Limits, WatchedEngine
 from voicelab.web.live import CanvasView, live_latency
@@ -248,10 +249,12 @@ class PageObserver(BaseObserver):
 # ---- shared resources ----------------------------------------------------------------------------------
 
 class ResourcePool:
-    """Engines (one per engine and sampler) and the Piper voice: loaded once, shared by all sessions.
+    """Engines (one per engine and sampler), the Piper voice and the VAD and smart-turn models: loaded once,
+    shared by all sessions.
 
     An engine runs its steps in its own single worker thread, so sessions sharing it take turns per step.
-    Speech recognizers are per session (a decoder holds one utterance at a time).
+    Pocketsphinx decoders are per session (a decoder holds one utterance at a time); so are the VAD and
+    smart-turn analyzers, around shared model sessions (voicelab.pipeline.turn_models).
     """
 
     def __init__(self) -> None:
@@ -260,6 +263,7 @@ class ResourcePool:
         self._voice_lock = threading.Lock()
         self.recognizer: SharedRecognizer | None = None  # Whisper's model, shared by sessions (passes take turns)
         self.decision: DecisionModel | None = None  # the turn-end decision model (one forward pass per question)
+        self.turn_models = TurnModels()  # Silero's, smart-turn's ONNX sessions and the barge-in judge
         self._lock = asyncio.Lock()
 
     def preload(self, cfg: PipelineConfig) -> None:
@@ -273,6 +277,7 @@ class ResourcePool:
             self.recognizer = load_recognizer()
         if cfg.turn_timeout()[0] == "decide" and self.decision is None:
             self.decision = load_decision_model()
+        self.turn_models.preload(cfg, self.decision)
         if self._voice is None:
             voice = load_voice()
             warm_up_voice(voice)  # onnxruntime's first run, likewise
@@ -309,9 +314,13 @@ async def build_live_pipeline(session: Session, transport: Any) -> Any:
     session.engine, session.voice = await session.pool.get(cfg)
     sr = cfg.sample_rate
     stt = stt_service(cfg, log, recognizer=session.pool.recognizer)  # pocketsphinx: a decoder of its own
-    # the VAD and smart-turn models load in a thread: other sessions' audio keeps flowing meanwhile
+    # the VAD and smart-turn analyzers share the pool's model sessions: a model per session cost ~40 MB that
+    # stayed until a full garbage collection freed the dead pipeline (issue 12); one not opened yet opens in
+    # a thread, so other sessions' audio keeps flowing meanwhile
+    models = session.pool.turn_models
     vad, strategies = await asyncio.to_thread(
-        lambda: (vad_analyzer(cfg), turn_strategies(cfg, decision=session.pool.decision, log=log)))
+        lambda: (vad_analyzer(cfg, models), turn_strategies(cfg, decision=session.pool.decision, log=log,
+                                                            models=models)))
     # the watchdogs of `run_call` (voicelab.pipeline.watchdog): a stalled engine or TTS ends the reply, not
     # the session
     limits = Limits()
