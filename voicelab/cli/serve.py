@@ -37,8 +37,8 @@ def serve(
     vad: Annotated[str, typer.Option(help="silero or webrtc")] = "silero",
     stt: Annotated[str, typer.Option(help="whisper or pocketsphinx (a live call has no fixture transcript)")] = "whisper",
     turn: Annotated[str, typer.Option(help=TURN_HELP)] = "decide",
-    barge_in: Annotated[str, typer.Option(help=BARGE_IN_HELP + "; the browser side does not pause yet, so "
-                                          "pause acts as a word rule there")] = "words:3",
+    barge_in: Annotated[str, typer.Option(help=BARGE_IN_HELP + "; the browser's speaker pauses and resumes "
+                                          "as the recorded call's does")] = "pause",
     greeting: Annotated[str, typer.Option(help="what the bot says when a session starts ('' for nothing)")] = (
         DEFAULT_GREETING),
     max_sessions: Annotated[int, typer.Option(help="concurrent browser sessions; more get a 'busy' message")] = 2,

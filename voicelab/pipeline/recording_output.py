@@ -42,6 +42,7 @@ from voicelab.measure.events import EventKind
 from voicelab.measure.playout import AudibleEvent, PlayoutLedger
 from voicelab.measure.recording import CallRecorder
 from voicelab.pipeline.frames import PlayoutMarkFrame, PlayoutPauseFrame, PlayoutResumeFrame
+from voicelab.pipeline.playout_hold import PlayoutHold
 
 K = EventKind
 
@@ -73,10 +74,9 @@ class RecordingOutput(BaseOutputTransport):
         self._word_credits = 0
         self._unplayed_drop_ns = int(unplayed_drop_s * 1e9)
         self.dropped_words = 0
-        # pause: writes wait on `_playing`; an interruption during a pause bumps `_cut` so they drop their audio
-        self._playing = asyncio.Event()
-        self._playing.set()
-        self._cut = 0
+        self.hold = PlayoutHold()  # pause / resume / cut during a pause
+        self._held_write = False  # a write is waiting on the pause
+        self._resume: str | None = None  # reason of a resume the held write logs where its audio lands
 
     # -- lifecycle --
 
@@ -112,15 +112,18 @@ class RecordingOutput(BaseOutputTransport):
         return self.log.now_ns() * self.sr // 1_000_000_000
 
     async def write_audio_frame(self, frame: OutputAudioRawFrame) -> bool:
-        if not self._playing.is_set():  # paused: hold this audio (and so all after it) until resume or cut
-            cut = self._cut
-            await self._playing.wait()
-            if cut != self._cut:
-                return False  # interrupted while paused: never heard
+        self._held_write = self.hold.paused
+        played = await self.hold.wait()  # paused: this audio (and all after it) waits for resume or cut
+        self._held_write = False
+        if not played:
+            return False  # interrupted while paused: never heard
         pcm = np.frombuffer(frame.audio, dtype=np.int16)
         if frame.num_channels > 1:
             pcm = pcm[:: frame.num_channels]
         start = max(self._play_end, self._now_sample())
+        if self._resume is not None:  # the pause's silence ends where this audio lands (a busy loop wakes late)
+            self.ledger.resumed(start * 1_000_000_000 // self.sr, self._resume)
+            self._resume = None
         if self._pending_marks:  # words whose audio starts with this frame
             t = start * 1_000_000_000 // self.sr
             for m in self._pending_marks:
@@ -189,16 +192,20 @@ class RecordingOutput(BaseOutputTransport):
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         if isinstance(frame, PlayoutPauseFrame):
-            if self._playing.is_set():  # audio already handed to the speaker still plays
-                self._playing.clear()
+            if self.hold.pause():  # audio already handed to the speaker still plays
                 self.ledger.paused(self._play_ns(), frame.reason)
         elif isinstance(frame, PlayoutResumeFrame):
-            if not self._playing.is_set():  # the next sample follows the last one played
-                self.ledger.resumed(self._play_ns(), frame.reason)
-                self._playing.set()
+            if self.hold.paused:  # the next sample follows the last one played
+                if self._held_write:
+                    self._resume = frame.reason  # logged by that write, where its sample lands
+                else:
+                    self.ledger.resumed(self._play_ns(), frame.reason)  # nothing held: the silence ends now
+                self.hold.resume()
         elif isinstance(frame, InterruptionFrame):
-            if not self._playing.is_set():
-                self._cut += 1  # the held write drops its audio; woken once the queue is cleared (below)
+            if self._resume is not None:  # resumed, but the held write has not run yet
+                self.ledger.resumed(self._play_ns(), self._resume)
+                self._resume = None
+            self.hold.cut()  # the held write drops its audio; woken once the queue is cleared (below)
             # audio already handed to the speaker still plays; words whose mark passed were heard
             cut = self._play_ns()
             self._pending_marks.clear()  # their audio never reached the speaker
@@ -212,7 +219,7 @@ class RecordingOutput(BaseOutputTransport):
             return
         await super().process_frame(frame, direction)
         if isinstance(frame, InterruptionFrame):
-            self._playing.set()
+            self.hold.release()
 
     async def push_frame(self, frame: Frame, direction: FrameDirection = FrameDirection.DOWNSTREAM) -> None:
         if direction == FrameDirection.DOWNSTREAM:

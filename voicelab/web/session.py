@@ -49,7 +49,6 @@ from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.services.llm_service import LLMService
 from pipecat.services.stt_service import STTService
 from pipecat.transports.base_transport import TransportParams
-from pipecat.transports.smallwebrtc.transport import SmallWebRTCTransport
 from pipecat.workers.runner import WorkerRunner
 
 from engines.decision import DecisionModel, load_decision_model
@@ -60,7 +59,7 @@ from voicelab.measure.playout import PlayoutLedger
 from voicelab.measure.recording import Track
 from voicelab.pipeline.assembly import build_core, stt_service
 from voicelab.pipeline.config import PipelineConfig
-from voicelab.pipeline.frames import PlayoutMarkFrame, SnapshotFrame
+from voicelab.pipeline.frames import PlayoutMarkFrame, PlayoutPauseFrame, PlayoutResumeFrame, SnapshotFrame
 from voicelab.pipeline.llm_service import EngineLLMService
 from voicelab.pipeline.observers import EventObserver
 from voicelab.pipeline.resources import open_engine_for, warm_up_voice
@@ -71,6 +70,7 @@ from voicelab.pipeline.turn_models import TurnModels
 from voicelab.pipeline.turns import turn_strategies, vad_analyzer
 from voicelab.pipeline.watchdog import Limits, WatchedEngine
 from voicelab.web.live import CanvasView, live_latency
+from voicelab.web.live_output import PausableWebRTCTransport
 from voicelab.web.recording import LiveRecording, MicRecorder, page_message
 
 K = EventKind
@@ -124,6 +124,10 @@ class LivePlayout(FrameProcessor):
     10 ms chunk was taken by the WebRTC track (which sends 10 ms every 10 ms), so the frame went out over
     the 10 ms ticks before. Marks come through in order with the audio, after the audio before them.
     The onset detector runs `lag_ms` behind the clock, so a frame placed back in time is never missed.
+
+    Pauses (`PausableWebRTCOutput`): the pause frame overtakes the frame the track is still sending (at most
+    one write), so the pause is logged once that frame had time to come through (`lag_ms`) or at the resume
+    or interruption that follows, at the end of the audio sent: the sample where the speaker stopped.
     """
 
     def __init__(self, log: CallLog, sample_rate: int, *, on_words: Callable[[int, int], None] | None = None,
@@ -139,6 +143,8 @@ class LivePlayout(FrameProcessor):
         self._play_end = 0  # sample where the audio handed to the browser so far ends
         self._analysed = 0
         self._tick_task: asyncio.Task[None] | None = None
+        self._paused = False
+        self._pause: tuple[int, int, str] | None = None  # (call ns it arrived, play ns then, reason), unlogged
 
     def _now_sample(self) -> int:
         return self.log.now_ns() * self.sr // 1_000_000_000
@@ -156,7 +162,18 @@ class LivePlayout(FrameProcessor):
                 self._on_audio(frame)
             elif isinstance(frame, PlayoutMarkFrame):
                 self._on_mark(frame)
+            elif isinstance(frame, PlayoutPauseFrame):
+                if not self._paused:
+                    self._paused = True
+                    self._pause = (self.log.now_ns(), self._play_ns(), frame.reason)
+            elif isinstance(frame, PlayoutResumeFrame):
+                if self._paused:  # the held audio continues with its next sample
+                    self._log_pause()
+                    self._paused = False
+                    self.ledger.resumed(self._play_ns(), frame.reason)
             elif isinstance(frame, InterruptionFrame):
+                self._log_pause()
+                self._paused = False
                 self.ledger.interrupted(self._play_ns())  # audio already sent still plays in the browser
             elif isinstance(frame, (EndFrame, CancelFrame)):
                 await self._stop_ticker()
@@ -174,6 +191,7 @@ class LivePlayout(FrameProcessor):
 
     def finish(self) -> None:
         """The call is over: analyse the rest and close open stretches and chunks (idempotent)."""
+        self._log_pause()
         end = max(self._play_end, self._now_sample())
         self.track.ensure(end + self.ledger.tracker.frame)
         self.ledger.finish(self.track.buf, end, self.log.now_ns())
@@ -203,6 +221,13 @@ class LivePlayout(FrameProcessor):
         c = self.ledger.word_started(m, t)
         self._words(c.chunk_id, c.words_started)
 
+    def _log_pause(self) -> None:
+        """Log the pending pause where the audio sent before it ends (the class doc)."""
+        if self._pause is not None:
+            _, at_ns, reason = self._pause
+            self._pause = None
+            self.ledger.paused(max(at_ns, self._play_end * 1_000_000_000 // self.sr), reason)
+
     def _words(self, chunk_id: int, words_started: int) -> None:
         if self._on_words is not None:
             self._on_words(chunk_id, words_started)
@@ -212,6 +237,8 @@ class LivePlayout(FrameProcessor):
     async def _ticker(self) -> None:
         while True:
             await asyncio.sleep(self._tick_s)
+            if self._pause is not None and self.log.now_ns() - self._pause[0] >= self._lag * 1_000_000_000 // self.sr:
+                self._log_pause()
             self._analyse(self._now_sample() - self._lag)
 
     def _analyse(self, upto: int) -> None:
@@ -439,10 +466,11 @@ class Session:
     async def _run(self) -> None:
         try:
             self.state = "loading"
-            transport = SmallWebRTCTransport(
+            # 10 ms writes: a pause holds all but the one 10 ms chunk the track is sending
+            transport = PausableWebRTCTransport(
                 self.connection,
                 TransportParams(audio_in_enabled=True, audio_out_enabled=True, audio_in_passthrough=True,
-                                audio_out_end_silence_secs=0),
+                                audio_out_end_silence_secs=0, audio_out_10ms_chunks=1),
             )
             self._register(transport)
             self._spawn(self._watchdog(), "watchdog")
