@@ -13,7 +13,9 @@ words, the VAD or the clock (every `tick_s`) change, with `voicelab.rules.barge_
 
 The VAD that ends turns needs `start_secs` (0.2 s) of speech, plus its own lag, before it says "started"; a
 pause is cheap to undo, so an optional `onset_vad` (a second analyzer with a short start window, run only
-while the bot talks) pauses earlier; the caller counts as speaking while either VAD hears them.
+while the bot talks) pauses earlier; the caller counts as speaking while either VAD hears them. The onset VAD
+runs through `LevelGatedVAD`: its loudness floor is taken on the window the model scores, not on pipecat's
+smoothed 400 ms loudness, whose climb after silence (not the model) used to set when the bot paused.
 
 While the bot is silent a VAD start starts the user turn at once, as `WordsWhileBotSpeaks` does. To use it in
 any pipecat pipeline: `UserTurnStrategies(start=[PauseThenDecide()], stop=[...])` in the user aggregator's
@@ -27,6 +29,7 @@ import contextlib
 import time
 from typing import Any
 
+import numpy as np
 from pipecat.audio.vad.vad_analyzer import VADAnalyzer, VADState
 from pipecat.frames.frames import (
     BotStartedSpeakingFrame,
@@ -43,6 +46,7 @@ from pipecat.turns.user_start.base_user_turn_start_strategy import BaseUserTurnS
 
 from engines.decision import DEFAULT_FOLDER, load_decision_model
 from engines.errors import CheckpointError
+from voicelab.measure.onset import RULE
 from voicelab.pipeline.frames import PlayoutPauseFrame, PlayoutResumeFrame
 from voicelab.rules.barge_in import Judge, PauseAction, PausedBot, PauseThresholds, word_count_p
 
@@ -58,13 +62,52 @@ def default_judge() -> tuple[str, Judge]:
     return "decision_model", lambda words: dm.ask("interruption", words).p_yes
 
 
+class LevelGatedVAD(VADAnalyzer):
+    """`inner`'s model and start / stop windows, with a loudness floor taken on the model's own window.
+
+    pipecat's `VADAnalyzer` calls a window speech when the model's confidence passes and the smoothed volume
+    does too: the BS.1770 loudness of the last 400 ms, exponentially smoothed (factor 0.2) from window to
+    window, against `min_volume` 0.6 (-50 LUFS). After silence that volume needs about five 32 ms windows of
+    speech to climb past the floor, so on a caller cutting in it, not the model, decided when the bot paused
+    (~120 to 160 ms after Silero was already sure). Here the floor is the lab's audibility gate (RMS above
+    `gate_dbfs`, -40 dBFS: the onset rule of DESIGN.md §4) on the window the model scored: a level floor no
+    lower than before, applied without the lag. The start and stop windows and the confidence are `inner`'s.
+    """
+
+    def __init__(self, inner: VADAnalyzer, *, gate_dbfs: float = RULE.gate_dbfs) -> None:
+        # min_volume 0: the floor is applied per window in voice_confidence instead
+        super().__init__(sample_rate=inner.sample_rate or None,
+                         params=inner.params.model_copy(update={"min_volume": 0.0}))
+        self._inner = inner
+        self._gate_rms = 32768.0 * 10.0 ** (gate_dbfs / 20.0)
+        if inner.sample_rate:
+            self.set_sample_rate(inner.sample_rate)
+
+    def set_sample_rate(self, sample_rate: int) -> None:
+        self._inner.set_sample_rate(sample_rate)
+        super().set_sample_rate(sample_rate)
+
+    def num_frames_required(self) -> int:
+        return self._inner.num_frames_required()
+
+    def voice_confidence(self, buffer: bytes) -> float:
+        # every window goes to the model: its recurrent state follows the stream (Silero gives a 1-element array)
+        confidence = float(np.asarray(self._inner.voice_confidence(buffer)).item())
+        pcm = np.frombuffer(buffer, dtype=np.int16).astype(np.float64)
+        return confidence if pcm.size and float(pcm.std()) > self._gate_rms else 0.0
+
+    async def cleanup(self) -> None:
+        await super().cleanup()
+        await self._inner.cleanup()
+
+
 class PauseThenDecide(BaseUserTurnStartStrategy):
     """User-turn start strategy: pause the bot on the VAD, then stop for good or resume (module doc)."""
 
     def __init__(self, *, judge: Judge | None = None, thresholds: PauseThresholds | None = None,
                  tick_s: float = 0.02, onset_vad: VADAnalyzer | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._onset_vad = onset_vad
+        self._onset_vad = None if onset_vad is None else LevelGatedVAD(onset_vad)
         self._vad_speaking = False  # the turn VAD hears the caller
         self.judge_name, self.judge = ("custom", judge) if judge is not None else default_judge()
         self.thresholds = thresholds or PauseThresholds()
@@ -86,6 +129,8 @@ class PauseThenDecide(BaseUserTurnStartStrategy):
     async def cleanup(self) -> None:
         await super().cleanup()
         await self._end_pause()
+        if self._onset_vad is not None:
+            await self._onset_vad.cleanup()  # its model thread
 
     async def process_frame(self, frame: Frame) -> ProcessFrameResult:
         if isinstance(frame, BotStartedSpeakingFrame):
