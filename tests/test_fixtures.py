@@ -438,7 +438,8 @@ def test_callers_say_what_the_engines_know() -> None:
         if f.parent.name.startswith("hr_"):
             continue
         for t in load_fixture(f).turns:
-            unknown = [w for w in t.text.split() if w not in vocab and not w.isdigit()]
+            # "[cough]": the label of a non-speech sound, not a word
+            unknown = [w for w in t.text.split() if w not in vocab and not w.isdigit() and not w.startswith("[")]
             assert not unknown, f"{f.parent.name} turn {t.index}: {unknown}"
 
 

@@ -10,18 +10,23 @@ import pytest
 import soundfile as sf
 
 from voicelab.fixtures.build import (
+    ESPEAK_F5,
     HEAVY,
     SMALL_ROOM,
+    SOUNDS,
     SUITE,
     BuildError,
+    Line,
     Noise,
+    _Synth,
+    _utterance,
     build_suite,
     line_noise,
     reverb,
     telephone,
 )
-from voicelab.fixtures.format import Fixture, check_fixture, load_fixture, select
-from voicelab.measure.onset import active_windows
+from voicelab.fixtures.format import FIXTURES_ROOT, Fixture, check_fixture, load_fixture, select
+from voicelab.measure.onset import active_windows, speech_span
 
 needs_espeak = pytest.mark.skipif(shutil.which("espeak-ng") is None,
                                   reason="espeak-ng not installed (scripts/setup.sh installs it)")
@@ -185,3 +190,45 @@ def test_any_list_file_selects_like_default(tmp_path: Path) -> None:
     (tmp_path / "single_question.txt").write_text("nope\n", encoding="utf-8")
     # a fixture folder of the same name wins over a list file
     assert select(["single_question"], tmp_path) == [tmp_path / "single_question" / "fixture.json"]
+
+
+def test_sounds_are_seeded_audible_and_at_their_level(tmp_path: Path) -> None:
+    synth = _Synth(tmp_path)  # a sound needs no synthesizer: nothing is run
+    for name, (_, peak) in SOUNDS.items():
+        line = Line(f"[{name}]", "bot_audio_start", 1.0, expect="no_interrupt", sound=name)
+        x = _utterance(synth, ESPEAK_F5, line, seed=5)
+        assert np.array_equal(x, _utterance(synth, ESPEAK_F5, line, seed=5))
+        assert not np.array_equal(x, _utterance(synth, ESPEAK_F5, line, seed=6))
+        assert np.max(np.abs(x)) == pytest.approx(peak)
+        span = speech_span(x, 16000)
+        assert span is not None, name  # the truth finds it: a sound the caller made, with an onset
+        assert 0.1 < span[1] - span[0] < 1.0, (name, span)
+    with pytest.raises(BuildError, match="unknown sound"):
+        _utterance(synth, ESPEAK_F5, Line("[x]", "bot_audio_start", 1.0, sound="sneeze"))
+
+
+def test_backchannels_list_holds_enough_backchannels_over_the_bot() -> None:
+    paths = select(["backchannels"])
+    assert all(check_fixture(p) == [] for p in paths)
+    names = {p.parent.name for p in paths}
+    assert len(names - {p.parent.name for p in select(["default"])}) >= 6  # the default list stays as it was
+    turns = [t for p in paths for t in load_fixture(p).turns if t.expect == "no_interrupt"]
+    words = [t for t in turns if not t.text.startswith("[")]
+    sounds = [t for t in turns if t.text.startswith("[")]
+    assert len(words) >= 10 and len(sounds) >= 3
+    assert all(t.start.after == "bot_audio_start" for t in turns)  # each one over the bot's reply
+    specs = [s for s in SUITE if s.name in names]
+    assert len({s.voice.espeak_voice for s in specs}) >= 8  # varied espeak-ng voices
+    assert {line.sound for s in specs for line in s.lines if line.sound} == set(SOUNDS)
+
+
+@needs_espeak
+def test_backchannel_fixture_build_is_deterministic(tmp_path: Path) -> None:
+    only = ["backchannel_uh_huh_cough", "backchannel_alright_breath"]  # espeak, a cough; a breath on a phone line
+    build_suite(tmp_path / "a", only)
+    build_suite(tmp_path / "b", only)
+    first, second = _files(tmp_path / "a"), _files(tmp_path / "b")
+    assert first.keys() == second.keys() and len(first) == 10
+    assert [k for k in first if first[k] != second[k]] == []
+    committed = _files(FIXTURES_ROOT)  # and the committed clips are these bytes
+    assert all(committed[k] == v for k, v in first.items())

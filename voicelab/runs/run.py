@@ -293,8 +293,8 @@ def print_turns(console: Console, rows: list[dict[str, Any]], title: str = "per 
     cols = [("call", "call_id"), ("turn", "turn"), ("expect", "expect"), ("FAR ms", "far_ms"),
             ("endpt", "endpointing_ms"), ("stt", "stt_ms"), ("engine", "engine_first_commit_ms"),
             ("tts", "tts_first_audio_ms"), ("playout", "playout_ms"), ("stop ms", "stop_latency_ms"),
-            ("heard err", "heard_word_errors"), ("false BI", "false_barge_in"), ("churn", "churn"),
-            ("post-syn", "post_synthesis"), ("audible", "audible"), ("answer ok", "answer_correct"),
+            ("heard err", "heard_word_errors"), ("false BI", "false_barge_in"), ("false pause", "false_pause"),
+            ("churn", "churn"), ("post-syn", "post_synthesis"), ("audible", "audible"), ("answer ok", "answer_correct"),
             ("coherent", "coherent"), ("errors", "errors")]
     for name, _ in cols:
         t.add_column(name, justify="left" if name in ("call", "expect") else "right")
@@ -341,8 +341,8 @@ def _answer_cells(s: Mapping[str, Any]) -> tuple[str, str, str]:
 def print_summary(console: Console, summaries: Sequence[dict[str, Any]]) -> None:
     t = Table(title="overall")
     for name in ("config", "turns", "FAR p50", "FAR p95", "stop p50", "stop p95", "recovery p50", "heard err",
-                 "false BI", "audible/100w", "churn", "post-syn", "answer acc", "coherent", "tools run/conf/ref",
-                 "1st commit p50", "tok/s", "truth FAR Δp95"):
+                 "false BI", "false pauses", "audible/100w", "churn", "post-syn", "answer acc", "coherent",
+                 "tools run/conf/ref", "1st commit p50", "tok/s", "truth FAR Δp95"):
         t.add_column(name, justify="left" if name == "config" else "right", overflow="fold",
                      no_wrap=name == "config")
     for s in summaries:
@@ -351,7 +351,8 @@ def print_summary(console: Console, summaries: Sequence[dict[str, Any]]) -> None
                   _f(s["turns"]), _pci(s["far_ms"], "p50"), _pci(s["far_ms"], "p95"),
                   _pci(s["stop_latency_ms"], "p50"), _pci(s["stop_latency_ms"], "p95"),
                   _pci(s["recovery_ms"], "p50"),
-                  _f(s["heard_text_word_errors"]), _f(s["false_barge_ins"]), _f(rev["audible_per_100_words"], 2),
+                  _f(s["heard_text_word_errors"]), _f(s["false_barge_ins"]), _f(s.get("false_pauses")),
+                  _f(rev["audible_per_100_words"], 2),
                   _f(rev["churn"]), _f(rev["post_synthesis"]), *_answer_cells(s),
                   _f(s["engine_figures"]["first_commit_ms_p50"]),
                   _f(s["engine_figures"]["tokens_per_s"]), _f(s["truth"]["far_abs_diff_ms_p95"]))
