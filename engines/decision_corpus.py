@@ -127,10 +127,14 @@ BOT_QUESTIONS = (
     "shall i book that for you?", "what is your phone number?", "what is your order number?",
     "which day works for you?", "does that time suit you?",
 )
+# The acknowledgements a caller says most over a talking bot are all in training (a backchannel the
+# model never saw, "got it", stopped the bot for good); the held-out ones are rarer phrasings.
 BACKCHANNELS = ([
     "mm hmm", "uh huh", "right", "okay", "yeah", "yes", "sure", "mhm", "okay okay", "yeah yeah", "mm",
-    "uh huh yeah", "right right", "okay yeah", "yes yes", "hmm", "ah okay", "alright",
-], ["i see", "got it", "yep", "oh okay", "mm hmm right", "cool", "great"])
+    "uh huh yeah", "right right", "okay yeah", "yes yes", "hmm", "ah okay", "alright", "all right",
+    "i see", "got it", "yep", "oh okay", "cool", "great", "okay got it", "perfect", "sounds good", "oh right",
+    "uh huh okay", "sure sure", "mm hmm yeah", "good", "nice", "okay great", "yes please", "oh i see",
+], ["gotcha", "ah i see", "makes sense", "fair enough", "mm hmm right", "yeah got it", "oh nice"])
 NOISE = ([
     "", "the", "uh", "um", "a", "hm", "ah", "oh", "and", "it", "in", "i", "huh", "the the", "uh the", "a a",
     "on", "eh",
