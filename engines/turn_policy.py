@@ -30,6 +30,12 @@ Why these numbers (principles, not fitted to the bundled audio):
 - `cap_ms` 2500: a caller silent for 2.5 s after unfinished-sounding words is usually waiting
   (LiveKit's maximum endpointing delay is 2.5–3 s). Between `disputed_ms` and `cap_ms` lies the
   cost of a false cut-in, which is worse for a caller than a slow reply.
+- A caller who already paused inside this turn and went on has shown that a silence that long
+  is not their turn end (the idea behind adaptive endpointing delays such as LiveKit's
+  "dynamic" mode). So every wait above the floor lasts at least the longest
+  pause the caller resumed from in this turn (`resumed_pause_ms`, never past `cap_ms`); only two
+  agreeing sources still end at the floor. A speaker who pauses for effect ("and so my fellow
+  americans ... ask not ...") gets no answer to a fragment the words alone call complete.
 Given the same scores, the decision is monotone in silence: END at t means END at every t' > t.
 
 Paused bot (`decide_interruption`): the bot paused its audio at the caller's voice; each time the
@@ -101,9 +107,19 @@ def text_p_complete(answer: bool, confidence: float) -> float:
     return confidence if answer else 1.0 - confidence
 
 
-def required_silence_ms(audio_p: float | None, text_p: float | None,
-                        th: TurnThresholds = TurnThresholds()) -> tuple[float, str]:
-    """The silence after which the turn ends, given P(complete) from audio and from text."""
+def required_silence_ms(audio_p: float | None, text_p: float | None, th: TurnThresholds = TurnThresholds(),
+                        resumed_pause_ms: float = 0.0) -> tuple[float, str]:
+    """The silence after which the turn ends, given P(complete) from audio and from text; `resumed_pause_ms`:
+    the longest pause inside this turn after which the caller went on (0: none)."""
+    if resumed_pause_ms < 0:
+        raise ValueError(f"resumed_pause_ms must be >= 0, got {resumed_pause_ms}")
+    need, why = _evidence_silence_ms(audio_p, text_p, th)
+    if need > th.floor_ms and resumed_pause_ms > need:
+        return min(th.cap_ms, resumed_pause_ms), f"{why}; the caller went on after a longer pause"
+    return need, why
+
+
+def _evidence_silence_ms(audio_p: float | None, text_p: float | None, th: TurnThresholds) -> tuple[float, str]:
     ps = [p for p in (audio_p, text_p) if p is not None]
     for p in ps:
         if not 0.0 <= p <= 1.0:
@@ -127,10 +143,11 @@ def required_silence_ms(audio_p: float | None, text_p: float | None,
 
 
 def decide_turn(silence_ms: float, audio_p: float | None, text_p: float | None,
-                th: TurnThresholds = TurnThresholds()) -> TurnDecision:
+                th: TurnThresholds = TurnThresholds(), resumed_pause_ms: float = 0.0) -> TurnDecision:
     """END or WAIT after `silence_ms` of caller silence; audio_p: smart-turn's P(complete) or None;
-    text_p: the decision model's P(complete) on the current transcript (`text_p_complete`) or None."""
-    need, why = required_silence_ms(audio_p, text_p, th)
+    text_p: the decision model's P(complete) on the current transcript (`text_p_complete`) or None;
+    resumed_pause_ms: the longest pause in this turn the caller went on after."""
+    need, why = required_silence_ms(audio_p, text_p, th, resumed_pause_ms)
     return TurnDecision(TurnAction.END if silence_ms >= need else TurnAction.WAIT, need, why)
 
 

@@ -5,7 +5,8 @@ A pipecat user-turn stop strategy. While the caller speaks it feeds smart-turn v
 stop it asks smart-turn once for P(complete) from the audio and the decision model for P(complete) from the
 words recognised so far (again whenever a newer transcript arrives). Every `tick_ms` it hands both, with
 the silence so far, to the pure rule `engines.turn_policy.decide_turn`, whose documented thresholds say how
-much silence those scores need (200 ms when both say complete, up to 2.5 s when neither does). The
+much silence those scores need (200 ms when both say complete, up to 2.5 s when neither does; a wait
+above the floor lasts at least the longest pause the caller already went on after in this turn). The
 silence counts from the caller's estimated speech end: the VAD stop minus its `stop_secs`; every wait
 longer than the floor also covers the VAD's `start_secs`, since resumed speech shows only that late.
 
@@ -64,6 +65,8 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
         self._speaking = False
         self._start_secs = 0.2  # the VAD's start window (updated from its frames)
         self._speech_end: float | None = None  # monotonic estimate of the caller's speech end
+        self._stop_in_turn = False  # the last VAD stop came while pipecat's user turn was open
+        self._resumed_pause_ms = 0.0  # longest pause inside this turn after which the caller went on
         self._audio_p: float | None = None
         self._text = ""  # the latest transcript of this turn (interim or final)
         self._final = ""  # finalized words of this turn
@@ -98,6 +101,7 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
 
     async def _new_turn(self) -> None:
         self._text, self._final, self._text_p, self._scored_text = "", "", None, None
+        self._resumed_pause_ms = 0.0
         await self._resume()
 
     async def _resume(self) -> None:
@@ -119,12 +123,17 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
             self._analyzer.update_vad_start_secs(frame.start_secs)
             self._start_secs = frame.start_secs
             self._speaking = True
+            if self._speech_end is not None and self._stop_in_turn and self._turn_open:
+                # the caller went on after a pause inside the turn; the speech resumed start_secs ago
+                pause_ms = (time.monotonic() - frame.start_secs - self._speech_end) * 1000.0
+                self._resumed_pause_ms = max(self._resumed_pause_ms, pause_ms)
             await self._resume()
             await self._preempt("")  # the caller goes on: an answer started on the words so far is stale
         elif isinstance(frame, VADUserStoppedSpeakingFrame):
             self._speaking = False
             self._stretch_final = False
             self._speech_end = time.monotonic() - frame.stop_secs
+            self._stop_in_turn = self._turn_open
             await self._stop_ticking()
             await self._preempt(self._text)
             self._task = self.task_manager.create_task(self._decide(), f"{self}::decide")
@@ -160,7 +169,7 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
     async def _verdict(self) -> bool:
         """Apply the rule to the silence so far; True once the turn was ended."""
         silence_ms = (time.monotonic() - (self._speech_end or time.monotonic())) * 1000.0
-        need, why = required_silence_ms(self._audio_p, self._text_p, self._th)
+        need, why = required_silence_ms(self._audio_p, self._text_p, self._th, self._resumed_pause_ms)
         if need > self._th.floor_ms:
             # speech that resumes is seen only `start_secs` later (the VAD waits for that much of it):
             # a wait meant to outlast a pause must outlast the pause plus that lag
@@ -170,7 +179,8 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
         if self._log is not None:
             self._log.log(K.TURN_DECISION, self._log.caller_turn_at(self._log.now_ns()), {
                 "audio_p": _r(self._audio_p), "text_p": _r(self._text_p), "text": self._text,
-                "silence_ms": round(silence_ms, 1), "required_ms": need, "reason": why})
+                "silence_ms": round(silence_ms, 1), "required_ms": need, "reason": why,
+                "resumed_pause_ms": round(self._resumed_pause_ms, 1)})
         await self.trigger_user_turn_stopped()
         return True
 
