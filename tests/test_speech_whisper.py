@@ -118,3 +118,29 @@ def test_reopened_utterance_spans_a_pause() -> None:
     stream.feed(np.zeros(4000, dtype=np.float32))
     assert stream.finish().result(timeout=5).text == "12000 samples"
     stream.close()
+
+
+def test_partials_off_leave_the_worker_free_for_the_final() -> None:
+    """With partials off (nobody reads them) a long utterance gets exactly one pass: the final, over all of it."""
+    calls: list[int] = []
+
+    class Counting:
+        def transcribe(self, audio: np.ndarray) -> Transcript:
+            calls.append(audio.size)
+            return Transcript(text=f"{audio.size} samples", ms=0.0, audio_s=audio.size / 16000)
+
+    stream = StreamingWhisper(Counting(), partial_every_s=0.5)
+    stream.partials = False
+    stream.start()
+    for _ in range(30):  # 3 s in 0.1 s chunks: six partial passes would have been due
+        stream.feed(np.zeros(1600, dtype=np.float32))
+    assert stream.passes == 0
+    assert stream.finish().result(timeout=5).text == "48000 samples"
+    assert calls == [48000]
+    stream.partials = True  # switched on mid-utterance (the bot started speaking): partials run again
+    stream.start()
+    for _ in range(10):
+        stream.feed(np.zeros(1600, dtype=np.float32))
+    stream.finish().result(timeout=5)
+    assert stream.passes >= 2
+    stream.close()

@@ -76,12 +76,14 @@ class CallResult:
 
 
 def stt_service(cfg: PipelineConfig, log: CallLog, *, decoder: Any = None,
-                recognizer: SharedRecognizer | None = None) -> STTService:
+                recognizer: SharedRecognizer | None = None, interim: bool = False) -> STTService:
     """The recognizer a config names. A live call has no transcript; a pocketsphinx decoder holds one
-    utterance at a time (None: the service loads its own); Whisper's model is shared."""
+    utterance at a time (None: the service loads its own); Whisper's model is shared. `interim`: Whisper's
+    partial passes for every utterance (a live page shows them); else only where something reads them."""
     sr = cfg.sample_rate
     if cfg.stt == "whisper":
-        return WhisperSTTService(recognizer=recognizer or load_recognizer(), sample_rate=sr)
+        return WhisperSTTService(recognizer=recognizer or load_recognizer(), sample_rate=sr,
+                                 interim=interim or cfg.preemptive)
     if cfg.stt == "pocketsphinx":
         return PocketsphinxSTTService(decoder=decoder, sample_rate=sr)
     return TranscriptSTTService(log, sample_rate=sr)

@@ -10,7 +10,11 @@ before the slowest start plus such a lead-in. After a pause inside the turn the 
 pre-roll (the buffer is emptied at each VAD stop, so nothing is fed twice). A pass over the utterance so
 far runs every `partial_every_s` in its worker thread and goes out as an `InterimTranscriptionFrame` (they drive
 word-count barge-in rules and preemptive generation); at the VAD's stop the final pass (or the pass in
-flight, when it already covers all the audio) becomes a `TranscriptionFrame(finalized=True)`.
+flight, when it already covers all the audio) becomes a `TranscriptionFrame(finalized=True)`. Partial passes
+run only when something reads them: always with `interim=True` (preemptive generation, the live page's words),
+otherwise only for an utterance that starts while the bot speaks (the pause-then-decide rule needs its words
+before the caller stops). A caller answering a silent bot gets no partials, so the final pass at the VAD stop
+never waits behind one in the recognizer's single worker (up to one pass, ~100 ms, on the critical path).
 
 A user turn can hold several stretches of speech (a caller who pauses mid-sentence). Whisper on a
 fragment ("tuesday at 11 am" alone) is much worse than on the whole sentence, so while pipecat's user turn
@@ -31,6 +35,8 @@ from typing import Any
 
 import numpy as np
 from pipecat.frames.frames import (
+    BotStartedSpeakingFrame,
+    BotStoppedSpeakingFrame,
     Frame,
     InterimTranscriptionFrame,
     TranscriptionFrame,
@@ -87,7 +93,7 @@ class WhisperSTTService(STTService):
     """Streaming Whisper (see the module doc)."""
 
     def __init__(self, *, recognizer: SharedRecognizer, preroll_s: float = 0.7, partial_every_s: float = 0.5,
-                 ttfs_p99_latency: float = 0.5, **kwargs: Any) -> None:
+                 interim: bool = True, ttfs_p99_latency: float = 0.5, **kwargs: Any) -> None:
         super().__init__(ttfs_p99_latency=ttfs_p99_latency,
                          settings=STTSettings(model="whisper-tiny.en", language=None), **kwargs)
         self._preroll_s = preroll_s
@@ -96,6 +102,8 @@ class WhisperSTTService(STTService):
         self._turn_open = False  # pipecat's user turn is open (UserStarted seen, UserStopped not yet)
         self._sent_words: list[str] = []  # the transcript of this utterance whose words went out as finals
         self._last_interim = ""
+        self._interim = interim  # partial passes for every utterance, or only when the bot speaks (module doc)
+        self._bot_speaking = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stream = StreamingWhisper(recognizer, partial_every_s=partial_every_s, on_partial=self._on_partial)
         self.finals: list[str] = []
@@ -127,6 +135,7 @@ class WhisperSTTService(STTService):
         if self._in_utt:
             return
         self._in_utt = True
+        self._stream.partials = self._interim or self._bot_speaking
         if self._turn_open and self._stream.audio_s > 0:
             self._stream.reopen()  # the same turn goes on after a pause: transcribe it as one utterance
         else:
@@ -164,6 +173,11 @@ class WhisperSTTService(STTService):
             self._turn_open = True
         elif isinstance(frame, UserStoppedSpeakingFrame):
             self._turn_open = False
+        elif isinstance(frame, BotStartedSpeakingFrame):
+            self._bot_speaking = True
+            self._stream.partials = True  # the caller may be talking over it: barge-in rules read the words
+        elif isinstance(frame, BotStoppedSpeakingFrame):
+            self._bot_speaking = False  # an utterance under way keeps its partials
 
     def _on_partial(self, t: Transcript) -> None:
         """A partial pass landed (worker thread): hand it to the event loop."""

@@ -51,6 +51,9 @@ class StreamingWhisper:
         self._final: Future[Transcript] | None = None
         self.partial: Transcript | None = None
         self.passes = 0  # passes started in this utterance
+        # partial passes on or off: off when nobody reads them, so the final pass never queues behind one
+        # (the single worker runs one pass at a time; a partial in flight at the end delays the final by its length)
+        self.partials = True
 
     # ---- caller side ----------------------------------------------------------------------------
 
@@ -80,7 +83,7 @@ class StreamingWhisper:
             self._chunks.append(a.reshape(-1))
             self._n += a.size
             due = self._n >= self._min and self._n - self._last_pass_n >= self._every
-            if due and self._in_flight is None:
+            if due and self._in_flight is None and self.partials:
                 self._submit(final=False)
 
     def finish(self) -> Future[Transcript]:

@@ -340,7 +340,7 @@ async def build_live_pipeline(session: Session, transport: Any) -> Any:
     cfg, log = session.cfg, session.log
     session.engine, session.voice = await session.pool.get(cfg)
     sr = cfg.sample_rate
-    stt = stt_service(cfg, log, recognizer=session.pool.recognizer)  # pocketsphinx: a decoder of its own
+    stt = stt_service(cfg, log, recognizer=session.pool.recognizer, interim=True)  # pocketsphinx: a decoder of its own
     # the VAD and smart-turn analyzers share the pool's model sessions: a model per session cost ~40 MB that
     # stayed until a full garbage collection freed the dead pipeline (issue 12); one not opened yet opens in
     # a thread, so other sessions' audio keeps flowing meanwhile
