@@ -37,9 +37,9 @@ class TrainConfig:
     vocab_size: int = 1024  # of the BPE tokenizer trained on the corpus (the network's shape: ModelConfig)
     canvas: int = 48  # response positions, EOS-padded (LLaDA SFT layout)
     batch: int = 64
-    ar_steps: int = 800
+    ar_steps: int = 1000
     ar_lr: float = 1e-3
-    diff_steps: int = 900
+    diff_steps: int = 1000
     diff_lr: float = 5e-4
     seed: int = 0
     threads: int = 1  # the machine is shared
