@@ -175,17 +175,21 @@ class PauseDecision:
 
 
 def decide_interruption(words: str, interruption_p: float | None, since_pause_ms: float, caller_speaking: bool,
-                        th: PauseThresholds = PauseThresholds()) -> PauseDecision:
+                        th: PauseThresholds = PauseThresholds(), words_final: bool = True) -> PauseDecision:
     """STOP, RESUME or WAIT for a bot paused at the caller's voice.
 
     words: the transcript heard since the pause (interim or final); interruption_p: the decision
     model's P(interruption) on those words (None if not asked yet); since_pause_ms: time since the
-    bot paused; caller_speaking: the VAD still hears the caller.
+    bot paused; caller_speaking: the VAD still hears the caller; words_final: the words are the
+    recogniser's final reading, not a partial one. The model's verdict decides only on a final reading:
+    a partial misses the last words ("all" of "all right" reads as an interruption) and the bot is
+    already silent, so waiting for the final costs the caller nothing; after `resume_ms` without one the
+    partial's verdict is taken.
     """
     if interruption_p is not None and not 0.0 <= interruption_p <= 1.0:
         raise ValueError(f"P(interruption) must be in [0, 1], got {interruption_p}")
     n = len(words.split())
-    if n and interruption_p is not None and interruption_p >= th.stop_p:
+    if n and words_final and interruption_p is not None and interruption_p >= th.stop_p:
         return PauseDecision(PauseAction.STOP, "the words are an interruption")
     if n >= th.safety_words:
         return PauseDecision(PauseAction.STOP, f"{n} words over the bot")
@@ -198,7 +202,7 @@ def decide_interruption(words: str, interruption_p: float | None, since_pause_ms
         return PauseDecision(PauseAction.WAIT, "settling")
     if n == 0:
         return PauseDecision(PauseAction.RESUME, "no words")
-    if interruption_p is not None and interruption_p < 1.0 - th.stop_p:
+    if words_final and interruption_p is not None and interruption_p < 1.0 - th.stop_p:
         return PauseDecision(PauseAction.RESUME, "backchannel or noise")
     if since_pause_ms < th.resume_ms:
         return PauseDecision(PauseAction.WAIT, "unsure: waiting for the transcript")

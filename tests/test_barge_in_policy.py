@@ -105,3 +105,20 @@ def test_turn_table_and_summary_pause_figures() -> None:
     s = summarize(_call(), {"run_id": "r"})
     assert s["false_pauses"] == 1 and s["pauses"] == 2 and s["false_barge_ins"] == 0
     assert s["resume_gap_ms"]["n"] == 1 and s["resume_gap_ms"]["p50"] == 250.0
+
+
+def test_a_partial_reading_never_decides_alone() -> None:
+    """'all' (a partial of 'all right') reads as an interruption; the final reading is a backchannel: the bot,
+    already silent, waits for the final and resumes."""
+    judge = {"all": 0.99, "all right": 0.01}.get
+    p = PausedBot(paused_at_ms=0.0)
+    p.hear("all", judge, final=False)
+    assert p.decide(150.0).action == PauseAction.WAIT  # caller still speaking
+    p.caller_speaking = False
+    assert p.decide(300.0).action == PauseAction.WAIT  # the partial's verdict is not taken before resume_ms
+    p.hear("all right", judge, final=True)
+    assert p.decide(320.0).action == PauseAction.RESUME
+    q = PausedBot(paused_at_ms=0.0, caller_speaking=False)  # no final ever lands: the partial decides late
+    q.hear("no wait", lambda w: 0.95, final=False)
+    assert q.decide(300.0).action == PauseAction.WAIT
+    assert q.decide(PauseThresholds().resume_ms).action == PauseAction.STOP

@@ -154,7 +154,7 @@ class PauseThenDecide(BaseUserTurnStartStrategy):
                 self._pause.caller_speaking = False
                 await self._decide()
         elif isinstance(frame, (TranscriptionFrame, InterimTranscriptionFrame)) and self._pause is not None:
-            self._pause.hear(frame.text, self.judge)
+            self._pause.hear(frame.text, self.judge, final=isinstance(frame, TranscriptionFrame))
             return await self._decide()
         return ProcessFrameResult.CONTINUE
 

@@ -46,17 +46,19 @@ class PausedBot:
     words: str = ""
     interruption_p: float | None = None
     caller_speaking: bool = True  # a pause begins at the VAD's start of speech
+    words_final: bool = False  # the words are the recogniser's final reading (the rule waits for one)
 
-    def hear(self, words: str, judge: Judge) -> None:
-        """A (cumulative) transcript of the caller since the pause: interim or final."""
+    def hear(self, words: str, judge: Judge, final: bool = True) -> None:
+        """A (cumulative) transcript of the caller since the pause: interim (`final=False`) or final."""
         words = words.strip()
+        self.words_final = final
         if words != self.words:
             self.words = words
             self.interruption_p = judge(words) if words else None
 
     def decide(self, now_ms: float, th: PauseThresholds = PauseThresholds()) -> PauseDecision:
         return decide_interruption(self.words, self.interruption_p, max(0.0, now_ms - self.paused_at_ms),
-                                   self.caller_speaking, th)
+                                   self.caller_speaking, th, words_final=self.words_final)
 
 
 __all__ = ["BACKCHANNEL_MAX_WORDS", "Judge", "PauseAction", "PauseDecision", "PauseThresholds", "PausedBot",
