@@ -34,6 +34,9 @@ def test_dominance_uses_the_axes_both_measured() -> None:
 def test_answer_success_tolerates_its_shapes() -> None:
     assert answer_success({}) is None
     assert answer_success({"answers": {"correct": 9, "n": 10}}) == pytest.approx(0.9)
+    # summary.json's own shape: the share correct, not a count (1.0 of 4 replies is 100 %, not 25 %)
+    assert answer_success({"answers": {"correct": 1.0, "coherent": 1.0, "n": 4}}) == 1.0
+    assert answer_success({"answers": {"correct": 0.5, "n": 34}}) == 0.5
     assert answer_success({"answers": {"rate": 0.5}}) == 0.5
     assert answer_success({"answers": 0.75}) == 0.75
 

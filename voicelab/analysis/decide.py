@@ -58,17 +58,26 @@ def _num(v: Any) -> float | None:
 
 
 def answer_success(summary: Mapping[str, Any]) -> float | None:
-    """Share of answers scored correct: summary `answers` as {"correct": k, "n": n}, {"rate": r} or a number."""
+    """Share of answers scored correct. A run's summary.json writes `answers` as {"correct": share, "coherent":
+    share, "n": n} (a share in [0, 1], not a count); {"rate": r}, a number, or a count above 1 with its n are
+    read too."""
     a = summary.get("answers")
     if isinstance(a, Mapping):
         for key in ("rate", "accuracy", "correct_rate"):
             if _num(a.get(key)) is not None:
                 return _num(a.get(key))
         k, n = _num(a.get("correct")), _num(a.get("n") or a.get("scored") or a.get("total"))
-        if k is not None and n:
-            return k / n
-        return k if k is not None and 0 <= k <= 1 else None
+        if k is not None and 0 <= k <= 1:
+            return k
+        return k / n if k is not None and n else None
     return _num(a)
+
+
+def _output_rate(fig: Mapping[str, Any]) -> float | None:
+    """The engine's streaming speed after its first token where the run measured it (HTTP and profile engines),
+    else its tokens over its whole generation time (the tiny engines, whose first token is ~5 ms in)."""
+    rate = _num(fig.get("output_tokens_per_s_p50"))
+    return rate if rate is not None else _num(fig.get("tokens_per_s"))
 
 
 def api_behaviour(run: RunData) -> str:
@@ -95,7 +104,7 @@ def choice(run: RunData) -> Choice:
         far = latency_stats(list(t[t["expect"].fillna("") != "no_interrupt"]["far_ms"].dropna()))
     price = s.get("price") or price_summary(run.event_list(), run.config or s)
     return Choice(run.label, run.run_id, _num(far.get("p50")), far.get("p50_ci"), _num(far.get("p95")),
-                  far.get("p95_ci"), _num((s.get("engine_figures") or {}).get("tokens_per_s")),
+                  far.get("p95_ci"), _output_rate(s.get("engine_figures") or {}),
                   _num(price.get("per_1000_calls_usd")), answer_success(s), api_behaviour(run),
                   _num((s.get("revisions") or {}).get("audible_per_100_words")))
 
