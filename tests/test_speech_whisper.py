@@ -100,15 +100,19 @@ def test_results_of_a_replaced_utterance_are_dropped(recognizer: WhisperRecogniz
         sw.close()
 
 
+class Counting:
+    """A recognizer that reads back how many samples each pass got."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def transcribe(self, audio: np.ndarray) -> Transcript:
+        self.calls.append(audio.size)
+        return Transcript(text=f"{audio.size} samples", ms=0.0, audio_s=audio.size / 16000)
+
+
 def test_reopened_utterance_spans_a_pause() -> None:
     """A finished utterance that goes on after a pause is transcribed whole by the next finish()."""
-    calls: list[int] = []
-
-    class Counting:
-        def transcribe(self, audio: np.ndarray) -> Transcript:
-            calls.append(audio.size)
-            return Transcript(text=f"{audio.size} samples", ms=0.0, audio_s=audio.size / 16000)
-
     stream = StreamingWhisper(Counting(), partial_every_s=10.0)
     stream.start()
     stream.feed(np.zeros(8000, dtype=np.float32))
@@ -122,21 +126,15 @@ def test_reopened_utterance_spans_a_pause() -> None:
 
 def test_partials_off_leave_the_worker_free_for_the_final() -> None:
     """With partials off (nobody reads them) a long utterance gets exactly one pass: the final, over all of it."""
-    calls: list[int] = []
-
-    class Counting:
-        def transcribe(self, audio: np.ndarray) -> Transcript:
-            calls.append(audio.size)
-            return Transcript(text=f"{audio.size} samples", ms=0.0, audio_s=audio.size / 16000)
-
-    stream = StreamingWhisper(Counting(), partial_every_s=0.5)
+    rec = Counting()
+    stream = StreamingWhisper(rec, partial_every_s=0.5)
     stream.partials = False
     stream.start()
     for _ in range(30):  # 3 s in 0.1 s chunks: six partial passes would have been due
         stream.feed(np.zeros(1600, dtype=np.float32))
     assert stream.passes == 0
     assert stream.finish().result(timeout=5).text == "48000 samples"
-    assert calls == [48000]
+    assert rec.calls == [48000]
     stream.partials = True  # switched on mid-utterance (the bot started speaking): partials run again
     stream.start()
     for _ in range(10):
