@@ -25,8 +25,9 @@ from voicelab.pipeline.options import check_engine, check_out_dir
 from voicelab.rules.faults import HELP as INJECT_HELP
 from voicelab.rules.faults import FaultSpecError, parse_faults
 from voicelab.rules.tool_reason import TOOL_REASON_HELP
+from voicelab.runs.cluster import ClusterError
 from voicelab.runs.folder import RunFolderError
-from voicelab.runs.run import MATRIX_HELP, default_matrix, failed_runs, run_fixtures
+from voicelab.runs.run import MATRIX_HELP, check_ray, default_matrix, failed_runs, run_fixtures
 
 
 def _is_matrix_name(token: str) -> bool:
@@ -90,6 +91,11 @@ def run(
     inject: list[str] = typer.Option(None, help=f"inject a fault (repeatable): {INJECT_HELP}"),
     concurrency: int = typer.Option(1, help="calls played at the same time (each its own pipeline; the engine "
                                             "is shared): a load test"),
+    ray: str = typer.Option(None, "--ray", metavar="ADDRESS",
+                            help="play the calls as Ray tasks, one call each with its own pipeline and models: a "
+                                 "cluster address ('auto', 'host:port', 'ray://host:10001') or 'local' (a private "
+                                 "Ray instance); this machine writes the run folder"),
+    cpus_per_call: float = typer.Option(1.0, help="with --ray: CPUs Ray reserves for each call"),
 ) -> None:
     """Run recorded calls through the voice pipeline in real time; write the run folder and print tables."""
     quiet_pipecat_logs("ERROR")  # pipecat's DEBUG chatter stays out of the tables
@@ -107,13 +113,14 @@ def run(
         faults = parse_faults(inject or [])
         if concurrency < 1:
             raise PipelineConfigError(f"--concurrency {concurrency}: needs at least 1")
+        check_ray(ray, concurrency, cpus_per_call)
         for cfg in configs:  # every refusal before a model loads or a folder is made
             check_engine(cfg)
         check_out_dir(out)
         root = run_fixtures(fixtures, configs, out, matrix=bool(matrix), command=list(sys.argv), repeat=repeat,
-                            faults=faults, concurrency=concurrency)
+                            faults=faults, concurrency=concurrency, ray_address=ray, cpus_per_call=cpus_per_call)
     except (FixtureError, PipelineConfigError, GateConfigError, CheckpointError, EngineSpecError, FaultSpecError,
-            RunFolderError) as e:
+            RunFolderError, ClusterError) as e:
         fail(str(e))
     failed = failed_runs(root)
     if failed:

@@ -1,8 +1,9 @@
 """Recorded calls in, honest latency figures out: the main job behind `voicelab run`.
 
-Each configuration runs the fixtures one call at a time, in real time, through `voicelab.pipeline`, into a
-run folder written by `voicelab.runs.folder` (summary.json from `voicelab.measure.metrics.summarize`, with
-the WAV truth figures, written last as the seal). A matrix writes one run folder per configuration under
+Each configuration runs the fixtures one call at a time (or `concurrency` at a time, or, with `ray_address`,
+as Ray tasks of one call each), in real time, through `voicelab.pipeline`, into a run folder written by
+`voicelab.runs.folder` (summary.json from `voicelab.measure.metrics.summarize`, with the WAV truth figures,
+written last as the seal). A matrix writes one run folder per configuration under
 DIR/<matrix_id>/ plus matrix.json. Tables per turn and overall are printed with rich.
 """
 
@@ -13,7 +14,8 @@ import hashlib
 import json
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack, nullcontext
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,8 +37,9 @@ from voicelab.measure.truth import TruthError, analyze_run
 from voicelab.pipeline.assembly import run_call
 from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
 from voicelab.pipeline.options import check_engine
-from voicelab.pipeline.resources import Resources
+from voicelab.pipeline.resources import Resources, open_engine_for
 from voicelab.rules.faults import outcomes
+from voicelab.runs.cluster import joined, task_error
 from voicelab.runs.folder import CONFIG, EVENTS, SUMMARY, RunFolder, write_matrix
 
 MATRIX_HELP = ("default (pinned and final diffusion, a revising sampler unpinned, AR + shaper), profiles (every "
@@ -143,6 +146,20 @@ def _write_tables(run_dir: Path, events: list[Event], truth: list[dict[str, Any]
     return None
 
 
+def check_ray(address: str | None, concurrency: int = 1, cpus_per_call: float = 1.0) -> None:
+    """`voicelab run --ray ADDRESS`: the options that go with it, one line each (the cluster is joined later)."""
+    if address is None:
+        return
+    if not address.strip():
+        raise PipelineConfigError("--ray '': needs an address ('local', 'auto', 'host:port' or 'ray://host:10001')")
+    if concurrency != 1:
+        raise PipelineConfigError(f"--ray {address} --concurrency {concurrency}: on Ray the cluster decides how many "
+                                  "calls play at once (--cpus-per-call sets what each one reserves); leave "
+                                  "--concurrency out")
+    if not cpus_per_call > 0:
+        raise PipelineConfigError(f"--cpus-per-call {cpus_per_call}: needs more than 0")
+
+
 def call_ids(fixtures: Sequence[Fixture], repeat: int = 1) -> list[tuple[str, Fixture]]:
     """(call_id, fixture) in playing order: the list once per repetition; with repeat > 1 the ids carry it
     (r1-00-NAME, r2-00-NAME, ...), so N repetitions pool into one run folder."""
@@ -173,8 +190,7 @@ async def _run_calls(cfg: PipelineConfig, res: Resources, fixtures: Sequence[Fix
                 folder.write_call(call_id, result.stereo, result.sample_rate, result.meta)
                 out = result.log.events
             except Exception as e:  # a broken call is an error row; the run goes on
-                err = Event(call_id, -1, 0, str(EventKind.ERROR),
-                            {"where": "call", "message": f"{type(e).__name__}: {e}"})
+                err = _error_row(call_id, e)
                 writer.write(err)
                 out = [err]
             if progress is not None and task is not None:
@@ -183,6 +199,68 @@ async def _run_calls(cfg: PipelineConfig, res: Resources, fixtures: Sequence[Fix
 
     per_call = await asyncio.gather(*(one(call_id, fx) for call_id, fx in plan))
     return [e for events in per_call for e in events]
+
+
+def _error_row(call_id: str, exc: BaseException) -> Event:
+    return Event(call_id, -1, 0, str(EventKind.ERROR), {"where": "call", "message": f"{type(exc).__name__}: {exc}"})
+
+
+def _ray_call(cfg: PipelineConfig, fixture_path: str, call_id: str, call_kw: Mapping[str, Any]) -> dict[str, Any]:
+    """One call as a Ray task: its own Resources and pipeline, played exactly as a local call (`run_call`).
+    Returns what the driver writes: the call's events, its stereo WAV, sample rate and meta, and the warnings
+    logged meanwhile (for the run's pipecat.log)."""
+    warnings: list[str] = []
+    logger.remove()  # pipecat's DEBUG chatter costs time in a real-time pipeline (the CLI drops it too)
+    sink = logger.add(lambda m: warnings.append(str(m)), level="WARNING")
+    try:
+        fx = load_fixture(Path(fixture_path))
+        res = Resources(cfg)
+        try:
+            result = asyncio.run(run_call(fx, cfg, res, call_id, **call_kw))
+        finally:
+            res.close()
+    finally:
+        logger.remove(sink)
+    return {"events": result.log.events, "stereo": result.stereo, "sample_rate": result.sample_rate,
+            "meta": result.meta, "warnings": "".join(warnings)}
+
+
+def _run_calls_ray(ray: Any, cfg: PipelineConfig, fixtures: Sequence[Fixture], folder: RunFolder,
+                   writer: EventWriter, progress: Progress | None, repeat: int = 1, cpus_per_call: float = 1.0,
+                   **call_kw: Any) -> list[Event]:
+    """Every call of the plan as a Ray task (`_ray_call`, `cpus_per_call` reserved each; Ray decides how many
+    play at once). The driver writes each call's WAV as it comes back and the events in plan order; a task that
+    fails is an error row, as a local call's exception is."""
+    call_kw.pop("concurrency", None)
+    plan = call_ids(fixtures, repeat)
+    task = progress.add_task(f"{cfg.slug()} · Ray", total=len(plan)) if progress is not None else None
+    remote = ray.remote(num_cpus=cpus_per_call, max_retries=0)(_ray_call)
+    refs = [remote.remote(cfg, str(fx.path), call_id, call_kw) for call_id, fx in plan]
+    index = {ref: i for i, ref in enumerate(refs)}
+    back: dict[int, list[Event]] = {}
+    out: list[Event] = []
+    pending = list(refs)
+    written = 0  # calls whose events are in events.jsonl: a prefix of the plan
+    while pending:
+        done, pending = ray.wait(pending, num_returns=1)
+        i = index[done[0]]
+        call_id = plan[i][0]
+        try:
+            got = ray.get(done[0])
+            folder.write_call(call_id, got["stereo"], got["sample_rate"], got["meta"])
+            if got["warnings"]:
+                logger.opt(raw=True).log("WARNING", got["warnings"])
+            back[i] = list(got["events"])
+        except Exception as exc:  # a RayTaskError wraps the call's own exception; a dead worker is one too
+            back[i] = [_error_row(call_id, task_error(exc))]
+        while written in back:
+            for e in back[written]:
+                writer.write(e)
+            out.extend(back.pop(written))
+            written += 1
+        if progress is not None and task is not None:
+            progress.advance(task)
+    return out
 
 
 def as_config(config: PipelineConfig | Mapping[str, Any]) -> PipelineConfig:
@@ -209,29 +287,59 @@ def as_fixtures(fixtures: Sequence[Fixture | str | Path]) -> list[Fixture]:
     return out
 
 
+def _driver_record(cfg: PipelineConfig, fixtures: Sequence[Fixture]) -> dict[str, Any]:
+    """config_record for a run whose calls load their engines elsewhere (Ray tasks): the engine opened here
+    only to describe it."""
+    engine = open_engine_for(cfg)
+    try:
+        return config_record(cfg, engine, fixtures)
+    finally:
+        engine.close()
+
+
 def run_config(config: PipelineConfig | Mapping[str, Any], fixtures: Sequence[Fixture | str | Path], out_dir: Path,
                *, run_dir: Path | None = None, command: Sequence[str] = (), progress: Progress | None = None,
-               resources: Resources | None = None, repeat: int = 1, **call_kw: Any) -> Path:
+               resources: Resources | None = None, repeat: int = 1, ray_address: str | None = None,
+               cpus_per_call: float = 1.0, ray_init: Mapping[str, Any] | None = None, **call_kw: Any) -> Path:
     """Run every fixture under one configuration, `repeat` times over; return the sealed run folder
-    (out_dir/<run_id> unless `run_dir`)."""
+    (out_dir/<run_id> unless `run_dir`).
+
+    `ray_address` plays the calls as Ray tasks (`voicelab.runs.cluster.joined`: 'local' starts a private
+    instance, `ray_init` its ray.init arguments), each loading its own Resources with `cpus_per_call` reserved;
+    this process writes the run folder, the same as a local run's plus "ray" and "cpus_per_call" in config.json.
+    """
     cfg = as_config(config)
     fxs = as_fixtures(fixtures)
     call_ids(fxs, repeat)  # a bad repeat count fails before anything loads
+    check_ray(ray_address, call_kw.get("concurrency", 1), cpus_per_call)
+    if ray_address is not None and resources is not None:
+        raise PipelineConfigError(f"--ray {ray_address}: every call loads its own resources on its worker; "
+                                  "`resources` does not apply")
     if resources is None:
         check_engine(cfg)  # a wrong engine/sampler pair or a broken trace: one line, before anything loads
     if run_dir is None:
         run_dir = Path(out_dir) / f"{_utc_stamp()}-{cfg.slug()}"
-    res = resources or Resources(cfg)  # before the folder: a model that fails to load leaves no folder
-    folder = RunFolder.create(run_dir)
-    sink = logger.add(str(run_dir / "pipecat.log"), level="WARNING")
-    try:
-        config_json = folder.write_config({**config_record(cfg, res.engine, fxs), "repeat": repeat}, command)
+    with ExitStack() as stack:  # what is loaded or joined here is let go before the figures are computed
+        play: Callable[[RunFolder, EventWriter], list[Event]]
+        if ray_address is None:
+            res = resources or Resources(cfg)  # before the folder: a model that fails to load leaves no folder
+            if resources is None:
+                stack.callback(res.close)
+            record = config_record(cfg, res.engine, fxs)
+
+            def play(folder: RunFolder, writer: EventWriter) -> list[Event]:
+                return asyncio.run(_run_calls(cfg, res, fxs, folder, writer, progress, repeat, **call_kw))
+        else:
+            ray = stack.enter_context(joined(ray_address, ray_init))  # before the folder: no cluster, no folder
+            record = {**_driver_record(cfg, fxs), "ray": ray_address, "cpus_per_call": cpus_per_call}
+
+            def play(folder: RunFolder, writer: EventWriter) -> list[Event]:
+                return _run_calls_ray(ray, cfg, fxs, folder, writer, progress, repeat, cpus_per_call, **call_kw)
+        folder = RunFolder.create(run_dir)
+        stack.callback(logger.remove, logger.add(str(run_dir / "pipecat.log"), level="WARNING"))
+        config_json = folder.write_config({**record, "repeat": repeat}, command)
         with folder.events_writer() as writer:
-            events = asyncio.run(_run_calls(cfg, res, fxs, folder, writer, progress, repeat, **call_kw))
-    finally:
-        if resources is None:
-            res.close()
-        logger.remove(sink)
+            events = play(folder, writer)
     finish_run(folder, events, {"engine": config_json["engine"], "sampler": config_json["sampler"],
                                 "policy": cfg.policy})
     return run_dir
@@ -239,20 +347,26 @@ def run_config(config: PipelineConfig | Mapping[str, Any], fixtures: Sequence[Fi
 
 def run_fixtures(fixture_specs: Sequence[str] | None, configs: Sequence[PipelineConfig], out: Path, *,
                  matrix: bool = False, command: Sequence[str] = (), console: Console | None = None,
-                 repeat: int = 1, **call_kw: Any) -> Path:
-    """The main job: every configuration over the fixtures, tables printed. Returns the run (matrix) folder."""
+                 repeat: int = 1, ray_address: str | None = None, cpus_per_call: float = 1.0,
+                 ray_init: Mapping[str, Any] | None = None, **call_kw: Any) -> Path:
+    """The main job: every configuration over the fixtures, tables printed. Returns the run (matrix) folder.
+    With `ray_address` the cluster is joined once, before any folder is made, and every configuration's calls
+    run on it (`run_config`)."""
     fixtures = load_fixtures(fixture_specs)
+    check_ray(ray_address, call_kw.get("concurrency", 1), cpus_per_call)
     console = console or Console(width=None if sys.stdout.isatty() else 160)
     stamp = _utc_stamp()
     root = out / (f"{stamp}-matrix" if matrix else f"{stamp}-{configs[0].slug()}")
     summaries = []
     t0 = time.monotonic()
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} calls"),
-                  TimeElapsedColumn(), console=console) as progress:
+    ray_kw = {"ray_address": ray_address, "cpus_per_call": cpus_per_call, "ray_init": ray_init} if ray_address else {}
+    with joined(ray_address, ray_init, echo=console.print) if ray_address else nullcontext(), \
+            Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} calls"),
+                     TimeElapsedColumn(), console=console) as progress:
         for cfg in configs:
             run_dir = root / cfg.slug() if matrix else root
             run_config(cfg, fixtures, out, run_dir=run_dir, command=command, progress=progress, repeat=repeat,
-                       **call_kw)
+                       **ray_kw, **call_kw)
             summaries.append(json.loads((run_dir / SUMMARY).read_text(encoding="utf-8")))
     for cfg, s in zip(configs, summaries, strict=True):
         run_dir = root / cfg.slug() if matrix else root

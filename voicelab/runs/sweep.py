@@ -25,7 +25,6 @@ import json
 import math
 import os
 import shutil
-import socket
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from voicelab.analysis import AnalysisError, load_run
+from voicelab.runs.cluster import ClusterError, first_line, joined, task_error
 from voicelab.runs.folder import SUMMARY, is_sealed, write_json, write_matrix
 from voicelab.runs.grid import (  # noqa: F401 (compatible, parse_shaper: re-exported for the CLI and tests)
     CellRunner,
@@ -48,7 +48,6 @@ from voicelab.runs.grid import (  # noqa: F401 (compatible, parse_shaper: re-exp
 )
 from voicelab.runs.synthetic import synthetic_cell_runner
 
-RAY_CONNECT_DEADLINE_S = 30.0  # joining a cluster takes seconds; past this the address is wrong or down
 LOCK = ".sweep.lock"  # holds the pid of the sweep writing this folder
 # answer accuracy (engines.answers, against the fixtures' expect_reply) below this marks a configuration as
 # fast-but-wrong in the Pareto table and plot: issue 14's target for the bundled suite
@@ -113,59 +112,27 @@ def _ray_cell(runner: CellRunner, cell: CellSpec, out_dir: str) -> str:
     return str(runner(cell, Path(out_dir)))
 
 
-def _host_port(address: str) -> tuple[str, int] | None:
-    """(host, port) of a cluster address ('host:port' or 'ray://host:port'); None for 'local' and 'auto'."""
-    rest = address.removeprefix("ray://")
-    host, sep, port = rest.rpartition(":")
-    if not sep or not port.isdigit():
-        return None
-    return host.strip("[]") or "127.0.0.1", int(port)
-
-
 def _run_ray(runner: CellRunner, cells: Sequence[CellSpec], dirs: Mapping[str, Path], address: str,
              cpus_per_cell: float, init_kwargs: Mapping[str, Any] | None,
              echo: Callable[[str], None]) -> dict[str, Path | BaseException]:
-    try:
-        import ray
-    except ImportError:
-        raise SweepError("--ray needs the 'ray' package (pip install ray)") from None
-    kwargs = dict(init_kwargs or {})
-    if address != "local":
-        kwargs["address"] = address
-    kwargs.setdefault("include_dashboard", False)
-    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")  # its C++ client logs every failed retry to stderr
-    kwargs.setdefault("log_to_driver", False)
-    # ray.init retries an unreachable address for minutes: knock on the port first, with a deadline. (ray.init
-    # itself must run in the main thread: from another one its core worker takes the whole process down.)
-    reach = _host_port(address)
-    if reach is not None:
-        try:
-            socket.create_connection(reach, timeout=RAY_CONNECT_DEADLINE_S).close()
-        except OSError as exc:
-            raise SweepError(f"--ray {address}: no cluster answers there ({exc.strerror or exc})") from None
-    try:
-        ray.init(**kwargs)
-    except Exception as exc:  # reported as one line
-        first = str(exc).strip().splitlines()
-        raise SweepError(f"--ray {address}: cannot join the cluster: {first[0] if first else type(exc).__name__}") \
-            from None
     out: dict[str, Path | BaseException] = {}
     try:
-        task = ray.remote(num_cpus=cpus_per_cell, max_retries=0)(_ray_cell)
-        pending = {task.remote(runner, c, str(dirs[c.cell_id])): c for c in cells}
-        echo(f"submitted {len(pending)} cells to Ray ({address})")
-        while pending:
-            done, _ = ray.wait(list(pending), num_returns=1)
-            cell = pending.pop(done[0])
-            try:
-                out[cell.cell_id] = Path(ray.get(done[0]))
-                echo(f"done {cell.cell_id}")
-            except Exception as exc:  # RayTaskError wraps the runner's exception
-                cause = getattr(exc, "cause", None) or exc
-                out[cell.cell_id] = cause
-                echo(f"failed {cell.cell_id}: {str(cause).splitlines()[0] if str(cause) else type(cause).__name__}")
-    finally:
-        ray.shutdown()
+        with joined(address, init_kwargs) as ray:
+            task = ray.remote(num_cpus=cpus_per_cell, max_retries=0)(_ray_cell)
+            pending = {task.remote(runner, c, str(dirs[c.cell_id])): c for c in cells}
+            echo(f"submitted {len(pending)} cells to Ray ({address})")
+            while pending:
+                done, _ = ray.wait(list(pending), num_returns=1)
+                cell = pending.pop(done[0])
+                try:
+                    out[cell.cell_id] = Path(ray.get(done[0]))
+                    echo(f"done {cell.cell_id}")
+                except Exception as exc:  # RayTaskError wraps the runner's exception
+                    cause = task_error(exc)
+                    out[cell.cell_id] = cause
+                    echo(f"failed {cell.cell_id}: {first_line(cause)}")
+    except ClusterError as exc:
+        raise SweepError(str(exc)) from None
     return out
 
 
