@@ -41,6 +41,8 @@ class Generation:
         self._steps: Iterator[Step] = SAMPLERS[engine.sampler](
             engine.ckpt.model, prompt, engine.special, cfg, self.control)
         self.t_start_ns = time.monotonic_ns()
+        self._step_ns = int(cfg.step_ms * 1e6)
+        self._due_ns = self.t_start_ns + self._step_ns  # when the next step may be shown (step_ms pacing)
         self.snapshots = 0
         self.last: Snapshot | None = None
 
@@ -66,6 +68,11 @@ class Generation:
         step = next(self._steps, None)
         if step is None:
             return None
+        if self._step_ns:  # a real model's step time: wait out the rest of it (cancel ends the wait)
+            wait = self._due_ns - time.monotonic_ns()
+            if wait > 0 and self.control.cancelled.wait(wait / 1e9):
+                return None
+            self._due_ns = time.monotonic_ns() + self._step_ns  # the next step's compute starts now
         snap = self.engine.snapshot(self.snapshots, step)
         self.snapshots += 1
         self.last = snap

@@ -100,16 +100,21 @@ def check_spec(spec: str, *, sampler: str | None = None, base_url: str | None = 
 
 
 def open_engine_spec(spec: str, *, sampler: str | None = None, base_url: str | None = None,
-                     api_key_env: str | None = None, device: str | None = None, seed: int = 0) -> EngineLike:
-    """The engine a spec names (see the module docstring)."""
+                     api_key_env: str | None = None, device: str | None = None, seed: int = 0,
+                     step_ms: float | None = None) -> EngineLike:
+    """The engine a spec names (see the module docstring). `step_ms`: checkpoint engines only (the tiny models
+    and folders), the least wall time per sampler step (SamplerConfig.step_ms)."""
     check_spec(spec, sampler=sampler, base_url=base_url, api_key_env=api_key_env)
+    pace = {"step_ms": float(step_ms)} if step_ms else {}
     spec = spec.strip()
     kind, sep, rest = spec.partition(":")
     if spec in ("diffusion", "ar"):
         _check_sampler(spec, spec == "ar", sampler)
         from engines.engine import open_engine
 
-        return open_engine(spec, sampler, device=device)
+        return open_engine(spec, sampler, device=device, **pace)
+    if pace:
+        _no_step_ms(spec)
     if sep and kind == "replay":
         _no_sampler(spec, sampler)
         from engines.trace import ReplayEngine
@@ -146,9 +151,16 @@ def open_engine_spec(spec: str, *, sampler: str | None = None, base_url: str | N
         _check_sampler(spec, read_config(folder).causal, sampler)
         from engines.engine import open_engine
 
-        return open_engine(str(folder), sampler, device=device)
+        return open_engine(str(folder), sampler, device=device, **pace)
     raise EngineSpecError(f"unknown engine '{spec}' (expected one of {', '.join(SPEC_FORMS)}; "
                           f"profiles: {', '.join(PROFILES)})")
+
+
+def _no_step_ms(spec: str) -> None:
+    folder = Path(spec)
+    if not (folder.is_dir() and (folder / "config.json").is_file()):
+        raise EngineSpecError(f"--step-ms: engine '{spec}' has its own timing (step pacing is for the tiny models "
+                              "and checkpoint folders)")
 
 
 class MockBackedEngine:

@@ -172,3 +172,43 @@ def test_cancel_from_another_task_interrupts_the_stream(tiny_diffusion: Path) ->
     seen, produced = asyncio.run(go())
     assert produced <= seen + 1  # at most the step already in flight
     assert produced < 64
+
+
+def test_step_pacing_spaces_steps_and_leaves_the_answer_unchanged(tiny_diffusion: Path) -> None:
+    cfg = SamplerConfig(canvas=16, block_size=4, threshold=0.999, steps_per_block=4)
+    eng = Engine(load(tiny_diffusion), "threshold", cfg)
+    free = [s.tokens for s in run_all(eng, cfg)]
+    t0 = time.monotonic()
+    times, paced = [], []
+    for snap in eng.generate(MSGS, step_ms=30.0):
+        times.append(time.monotonic() - t0)
+        paced.append(snap.tokens)
+    assert paced == free  # the same steps, only later
+    # each step is shown at least step_ms after the previous one (sleep-based: a lower bound, never flaky)
+    assert times[0] >= 0.029
+    assert all(b - a >= 0.029 for a, b in zip(times, times[1:], strict=False))
+
+
+def test_cancel_ends_a_paced_step_wait_at_once(tiny_diffusion: Path) -> None:
+    eng = Engine(load(tiny_diffusion), "threshold", SamplerConfig(canvas=16, block_size=4, threshold=0.999,
+                                                                  step_ms=2000.0))
+
+    async def go() -> tuple[int, float]:
+        gen = eng.generate(MSGS)
+        seen = 0
+
+        async def consume() -> None:
+            nonlocal seen
+            async for _ in gen:
+                seen += 1
+
+        task = asyncio.create_task(consume())
+        await asyncio.sleep(0.2)  # inside the first 2 s step wait
+        t = time.monotonic()
+        gen.cancel()
+        await asyncio.wait_for(task, timeout=5.0)
+        return seen, time.monotonic() - t
+
+    seen, after = asyncio.run(go())
+    assert seen == 0  # the waited-out step is never shown
+    assert after < 1.0  # the 2 s wait ended with the cancel

@@ -27,6 +27,9 @@ class SamplerConfig:
     max_post_edit_steps: int = 4  # revising: verification passes after a block has no masks left
     temperature: float = 0.0
     seed: int = 0
+    # the least wall time per step (ms), so the tiny model can stand in for a real one's step time (an 8B
+    # model on a GPU takes tens of ms per step); the engine waits, the sampler does not change; 0: off
+    step_ms: float = 0.0
 
 
 class Control:

@@ -87,6 +87,10 @@ def run(
                                                "yet whose positions' confidence is >= THRESHOLD (0-1] goes to "
                                                "TTS early; its audio plays only if the gate commits it "
                                                "unchanged, else it is dropped unheard"),
+    step_ms: float = typer.Option(None, metavar="MS",
+                                  help="tiny models and checkpoint folders: each sampler step takes at least MS "
+                                       "of wall time, so the tiny model stands in for a real model's step time (an "
+                                       "8B model on a GPU: tens of ms); its answers do not change"),
     tool_reason: str = typer.Option("words", help=f"destructive tool calls need a reason: {TOOL_REASON_HELP}"),
     inject: list[str] = typer.Option(None, help=f"inject a fault (repeatable): {INJECT_HELP}"),
     concurrency: int = typer.Option(1, help="calls played at the same time (each its own pipeline; the engine "
@@ -108,7 +112,7 @@ def run(
                               preemptive=preemptive,
                               vad_start_secs=vad_start_secs,
                               keep_leading_ms=None if keep_leading_ms < 0 else keep_leading_ms,
-                              speculative_tts=speculative_tts, tool_reason=tool_reason)
+                              speculative_tts=speculative_tts, tool_reason=tool_reason, step_ms=step_ms)
         configs = default_matrix(base, matrix) if matrix else [base]
         faults = parse_faults(inject or [])
         if concurrency < 1:

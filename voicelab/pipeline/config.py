@@ -67,6 +67,9 @@ class PipelineConfig:
     # speculative synthesis (voicelab.rules.speculative): uncommitted text whose positions' confidence passes this
     # goes to TTS early, its audio held until the gate commits it unchanged; None: off
     speculative_tts: float | None = None
+    # checkpoint engines: the least wall time per sampler step (ms), the tiny model standing in for a real model's
+    # step time (SamplerConfig.step_ms); None: as fast as the CPU goes
+    step_ms: float | None = None
     # destructive tool calls need a reason (voicelab.rules.tool_reason): words, confirm (ask when unsure), confidence[:BAR] or off
     tool_reason: str = "words"
     seed: int = 0
@@ -105,6 +108,8 @@ class PipelineConfig:
             raise PipelineConfigError(str(e)) from None
         if self.speculative_tts is not None and not 0.0 < self.speculative_tts <= 1.0:
             raise PipelineConfigError(f"speculative_tts: {self.speculative_tts} is not a confidence in (0, 1]")
+        if self.step_ms is not None and not 0.0 < self.step_ms <= 2000.0:
+            raise PipelineConfigError(f"step_ms: {self.step_ms} is not in (0, 2000] ms")
 
     def barge_in_words(self) -> int | None:
         """None for VAD or pause barge-in, else the word count."""
@@ -146,6 +151,7 @@ class PipelineConfig:
         policy = self.policy.replace(":", "")
         sampler = self.sampler or {"diffusion": "threshold", "ar": "autoregressive"}.get(self.engine, "default")
         spec = [f"spec{self.speculative_tts:g}"] if self.speculative_tts is not None else []
+        spec += [f"step{self.step_ms:g}ms"] if self.step_ms is not None else []
         if self.engine.partition(":")[0] in FIXED_DECODING:  # no sampler to name: the decoding is the engine's
             return "-".join([self.engine_label(), policy, *spec])
         return "-".join([self.engine_label(), sampler, policy, *spec])

@@ -57,8 +57,13 @@ def check_engine(cfg: PipelineConfig) -> None:
             raise CheckpointError(f"{path}: trace holds no generation (a header alone answers nothing)")
         if not any(g.snapshots for g in gens):
             raise CheckpointError(f"{path}: no generation in the trace has a snapshot")
+        if cfg.step_ms is not None:
+            raise OptionsError("--step-ms: a replay trace plays back its own recorded timing")
         return
     folder = TINY_MODELS.get(cfg.engine, Path(cfg.engine))
+    if cfg.step_ms is not None and not folder.is_dir():
+        raise OptionsError(f"--step-ms: engine '{cfg.engine}' has its own timing (step pacing is for the tiny "
+                           "models and checkpoint folders)")
     if folder.is_dir():
         check_sampler(cfg.engine, cfg.sampler, read_config(folder).causal)
     elif ":" in cfg.engine:  # EngineSpecError, one line

@@ -38,7 +38,7 @@ def open_engine_for(cfg: PipelineConfig) -> EngineLike:
     """The engine a config's spec names (engines/registry.py): a tiny model, a checkpoint folder, a trace
     replay, an OpenAI-compatible or Mercury stream, or a timing profile (in-process or through the mock)."""
     return open_engine_spec(cfg.engine, sampler=cfg.sampler, base_url=cfg.base_url, api_key_env=cfg.api_key_env,
-                            seed=cfg.seed)
+                            seed=cfg.seed, step_ms=cfg.step_ms)
 
 
 def warm_up_voice(voice: Any) -> None:
