@@ -1,4 +1,4 @@
-"""When to end the caller's turn, and what to do with a paused bot: two pure rules.
+"""When to end the caller's turn, and what to do with a paused bot: two pure rules (and whether the words count).
 
 Plain Python (no torch), so the pipeline, the tests and an analysis notebook share one copy.
 
@@ -37,6 +37,13 @@ Why these numbers (principles, not fitted to the bundled audio):
   agreeing sources still end at the floor. A speaker who pauses for effect ("and so my fellow
   americans ... ask not ...") gets no answer to a fragment the words alone call complete.
 Given the same scores, the decision is monotone in silence: END at t means END at every t' > t.
+
+Words the recogniser itself does not trust are no evidence (`words_reliable`): the decision model was
+trained on clean text, so on recogniser garbage ("and happy ball" for "thanks that is all") it judges
+the words cut off and vetoes a complete-sounding turn (2.0 s). When the transcript fails Whisper's own
+decode-failure test (mean token log probability below -1.0, compression ratio above 2.4, or silence:
+P(no speech) above 0.6 with a log probability not above -1.0), the caller of `decide_turn` passes no
+text P(complete) (`text_p=None`) and the one-source rows above apply to the audio's verdict.
 
 Paused bot (`decide_interruption`): the bot paused its audio at the caller's voice; each time the
 words, the decision model's verdict or the clock change, decide STOP (a real interruption: stop
@@ -149,6 +156,33 @@ def decide_turn(silence_ms: float, audio_p: float | None, text_p: float | None,
     resumed_pause_ms: the longest pause in this turn the caller went on after."""
     need, why = required_silence_ms(audio_p, text_p, th, resumed_pause_ms)
     return TurnDecision(TurnAction.END if silence_ms >= need else TurnAction.WAIT, need, why)
+
+
+# Whisper's own test of a failed decode: openai-whisper `transcribe()` defaults (whisper/transcribe.py), which
+# faster-whisper keeps (`log_prob_threshold`, `compression_ratio_threshold`, `no_speech_threshold`).
+WHISPER_LOGPROB_THRESHOLD = -1.0
+WHISPER_COMPRESSION_RATIO_THRESHOLD = 2.4
+WHISPER_NO_SPEECH_THRESHOLD = 0.6
+
+
+def words_reliable(avg_logprob: float | None, compression_ratio: float | None,
+                   no_speech_prob: float | None) -> bool:
+    """Whether the recogniser's words may be judged as text: False where Whisper's `transcribe()` would call the
+    decode a failure or the window silence.
+
+    The thresholds are openai-whisper's `transcribe()` defaults: `logprob_threshold=-1.0` (failed when the mean
+    token log probability is < -1.0), `compression_ratio_threshold=2.4` (failed when the gzip compression ratio
+    of the text is > 2.4: a looping decoder) and `no_speech_threshold=0.6` (silence when P(no speech) > 0.6
+    and the log probability is not above -1.0; a confident decode is kept whatever P(no speech) says).
+    None means no figure (a recogniser that gives none: pocketsphinx, the fixture transcript): that test
+    passes, and the silence test needs both of its figures.
+    """
+    if avg_logprob is not None and avg_logprob < WHISPER_LOGPROB_THRESHOLD:
+        return False
+    if compression_ratio is not None and compression_ratio > WHISPER_COMPRESSION_RATIO_THRESHOLD:
+        return False
+    return not (no_speech_prob is not None and avg_logprob is not None
+                and no_speech_prob > WHISPER_NO_SPEECH_THRESHOLD and avg_logprob <= WHISPER_LOGPROB_THRESHOLD)
 
 
 @dataclass(frozen=True)

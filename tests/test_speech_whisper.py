@@ -11,7 +11,13 @@ import pytest
 from voicelab.fixtures.format import FIXTURES_ROOT, load_fixture
 from voicelab.speech.streaming import StreamingWhisper
 from voicelab.speech.wer import word_error_rate
-from voicelab.speech.whisper import RecognizerError, Transcript, WhisperRecognizer, packaged_model_path
+from voicelab.speech.whisper import (
+    RecognizerError,
+    Transcript,
+    WhisperRecognizer,
+    compression_ratio,
+    packaged_model_path,
+)
 
 # Loose: tiny.en gets this clip right here; the bound leaves room for one wrong word of eight.
 MAX_WER = 0.2
@@ -37,6 +43,23 @@ def test_packaged_model_transcribes_a_fixture_clip(recognizer: WhisperRecognizer
     assert t.ms > 0 and t.audio_s == pytest.approx(audio.size / 16000)
     # the stock 30 s window reads the same words
     assert word_error_rate(text, recognizer.transcribe_stock(audio).text) <= MAX_WER
+
+
+def test_each_window_reports_the_decoders_confidence(recognizer: WhisperRecognizer,
+                                                    clip: tuple[np.ndarray, str]) -> None:
+    """The figures Whisper's decode-failure test reads, as faster-whisper's own segments give them."""
+    audio, _ = clip
+    t = recognizer.transcribe(audio)
+    (w,) = t.windows  # one window under 30 s
+    assert w.tokens > 0 and -1.0 < w.avg_logprob < 0.0  # a clean clip read right: a confident decode
+    assert 0.0 < w.compression_ratio < 2.4 and 0.0 <= w.no_speech_prob < 0.6
+    assert w.compression_ratio == pytest.approx(compression_ratio(t.raw))
+    # on the stock 30 s window our figure is faster-whisper's (same greedy decode, same formula)
+    stock = WhisperRecognizer(recognizer.model_path, cpu_threads=2, fit_window=False)
+    ours, theirs = stock.transcribe(audio), recognizer.transcribe_stock(audio)
+    assert ours.raw == theirs.raw  # (their features are padded a little differently: close, not equal)
+    assert ours.windows[0].avg_logprob == pytest.approx(theirs.windows[0].avg_logprob, abs=0.05)
+    assert compression_ratio("bye " * 40) > 2.4  # a looping decoder compresses well
 
 
 def test_bad_model_folder_and_audio_are_named(tmp_path, recognizer: WhisperRecognizer) -> None:

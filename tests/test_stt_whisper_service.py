@@ -1,11 +1,18 @@
-"""The Whisper STT service's turn bookkeeping: which words of a re-read turn go out as new finals."""
+"""The Whisper STT service's turn bookkeeping: which words of a re-read turn go out as new finals, and the
+recogniser's confidence that goes with them."""
 
 from __future__ import annotations
 
+import asyncio
+
+import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pipecat.frames.frames import Frame, InterimTranscriptionFrame, TranscriptionFrame
 
-from voicelab.pipeline.stt_whisper import unsent_words
+from voicelab.pipeline.stt_whisper import SttConfidence, WhisperSTTService, stt_confidence, unsent_words
+from voicelab.speech.whisper import Transcript, WindowScore
 
 
 def test_words_after_the_sent_ones() -> None:
@@ -35,3 +42,54 @@ def test_nothing_new() -> None:
        st.lists(st.sampled_from("a b c d e".split()), max_size=8))
 def test_an_extended_transcript_sends_exactly_the_extension(sent: list[str], more: list[str]) -> None:
     assert unsent_words(sent, sent + more) == more
+
+
+# ---- the recogniser's confidence rides on the transcript frames --------------------------------------------
+
+def _transcript(text: str, *windows: WindowScore) -> Transcript:
+    return Transcript(text=text, ms=0.0, audio_s=1.0, windows=windows)
+
+
+def test_confidence_combines_the_windows() -> None:
+    assert stt_confidence(_transcript("hi")) is None  # a recognizer without figures
+    one = WindowScore(tokens=3, avg_logprob=-1.2, compression_ratio=0.6, no_speech_prob=0.4)
+    assert stt_confidence(_transcript("and happy ball", one)) == SttConfidence(-1.2, 0.6, 0.4)
+    long = WindowScore(tokens=39, avg_logprob=-0.2, compression_ratio=2.5, no_speech_prob=0.1)
+    c = stt_confidence(_transcript("...", one, long))
+    assert c is not None
+    assert c.avg_logprob == pytest.approx((-1.2 * 4 - 0.2 * 40) / 44)  # token-weighted (tokens + end token)
+    assert c.compression_ratio == 2.5 and c.no_speech_prob == 0.1  # the looping window; the speech window
+
+
+class Scored:
+    """A recognizer whose every pass reads "and happy ball" with tiny.en's doubt."""
+
+    WINDOW = WindowScore(tokens=3, avg_logprob=-1.068, compression_ratio=0.667, no_speech_prob=0.384)
+
+    def transcribe(self, audio: np.ndarray) -> Transcript:
+        return _transcript("and happy ball", self.WINDOW)
+
+
+async def test_the_confidence_reaches_the_final_and_interim_frames() -> None:
+    svc = WhisperSTTService(recognizer=Scored(), interim=True)  # type: ignore[arg-type]
+    pushed: list[Frame] = []
+
+    async def push(frame: Frame, *_: object) -> None:
+        pushed.append(frame)
+
+    svc.push_frame = push  # type: ignore[method-assign]
+    try:
+        done: asyncio.Future[Transcript] = asyncio.get_running_loop().create_future()
+        done.set_result(Scored().transcribe(np.zeros(1)))
+        await svc._final(done)
+        svc._in_utt = True
+        svc.create_task = lambda coro, name=None: asyncio.ensure_future(coro)  # type: ignore[method-assign, assignment]
+        svc._push_interim(Scored().transcribe(np.zeros(1)))
+        await asyncio.sleep(0)
+    finally:
+        svc._stream.close()
+    final = [f for f in pushed if isinstance(f, TranscriptionFrame)]
+    interim = [f for f in pushed if isinstance(f, InterimTranscriptionFrame)]
+    want = SttConfidence(-1.068, 0.667, 0.384)
+    assert [(f.text, f.result) for f in final] == [("and happy ball", want)]
+    assert [(f.text, f.result) for f in interim] == [("and happy ball", want)]

@@ -22,6 +22,10 @@ is open the utterance spans the pauses: each VAD stop transcribes the turn so fa
 beyond those already sent, found by aligning the two readings (`unsent_words`; the aggregator appends
 transcripts).
 
+Every transcript frame carries the recogniser's own confidence in its words (`SttConfidence`, in the frame's
+`result`, the field pipecat keeps for an STT service's raw result): the turn-end rule judges the words only when
+Whisper's own decode-failure test passes (`engines.turn_policy.words_reliable`).
+
 The recognizer is loaded once per configuration and shared: `SharedRecognizer` lets one pass run at a
 time (the model is not thread-safe; live sessions may share it).
 """
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any
 
@@ -53,6 +58,34 @@ from pipecat.utils.time import time_now_iso8601
 from voicelab.pipeline.preroll import PreRoll
 from voicelab.speech.streaming import StreamingWhisper
 from voicelab.speech.whisper import Transcript, WhisperRecognizer
+
+
+@dataclass(frozen=True)
+class SttConfidence:
+    """Whisper's confidence in one transcript (a pass over the whole utterance), over its decoded windows."""
+
+    avg_logprob: float
+    compression_ratio: float
+    no_speech_prob: float
+
+
+def stt_confidence(t: Transcript) -> SttConfidence | None:
+    """The transcript's figures combined over its windows (None: the recognizer gave none).
+
+    - avg_logprob: the token-weighted mean (weights: tokens + 1, Whisper's own denominator), i.e. the mean
+      log probability over all the transcript's tokens, as one decode of it would report;
+    - compression_ratio: the max: a window whose decoder looped is a failure whatever the others read, and
+      pooling would hide it behind a long good window;
+    - no_speech_prob: the min: it is P(this window holds no speech), so the transcript is speech-free only if
+      every window is; one silent window (a trailing breath) does not make the words of the others noise.
+    """
+    ws = t.windows
+    if not ws:
+        return None
+    weight = sum(w.tokens + 1 for w in ws)
+    return SttConfidence(avg_logprob=sum(w.avg_logprob * (w.tokens + 1) for w in ws) / weight,
+                         compression_ratio=max(w.compression_ratio for w in ws),
+                         no_speech_prob=min(w.no_speech_prob for w in ws))
 
 
 class SharedRecognizer:
@@ -159,13 +192,16 @@ class WhisperSTTService(STTService):
         self.create_task(self._final(asyncio.wrap_future(self._stream.finish())), name="whisper_final")
 
     async def _final(self, pending: asyncio.Future[Transcript]) -> None:
-        words = (await pending).text.split()
+        t = await pending
+        words = t.text.split()
         new = " ".join(unsent_words(self._sent_words, words))
         if new:
             self._sent_words = words
         self.finals.append(new)
         if new:
-            await self.push_frame(TranscriptionFrame(new, self._user_id, time_now_iso8601(), finalized=True))
+            # the figures are the whole pass's (the turn so far), like the words the turn-end rule judges
+            await self.push_frame(TranscriptionFrame(new, self._user_id, time_now_iso8601(),
+                                                     result=stt_confidence(t), finalized=True))
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         await super().process_frame(frame, direction)
@@ -182,11 +218,11 @@ class WhisperSTTService(STTService):
     def _on_partial(self, t: Transcript) -> None:
         """A partial pass landed (worker thread): hand it to the event loop."""
         if self._loop is not None and t.text:
-            self._loop.call_soon_threadsafe(self._push_interim, t.text)
+            self._loop.call_soon_threadsafe(self._push_interim, t)
 
-    def _push_interim(self, text: str) -> None:
-        if not self._in_utt or text == self._last_interim:
+    def _push_interim(self, t: Transcript) -> None:
+        if not self._in_utt or t.text == self._last_interim:
             return
-        self._last_interim = text
-        self.create_task(self.push_frame(InterimTranscriptionFrame(text, self._user_id, time_now_iso8601())),
-                         name="whisper_interim")
+        self._last_interim = t.text
+        frame = InterimTranscriptionFrame(t.text, self._user_id, time_now_iso8601(), result=stt_confidence(t))
+        self.create_task(self.push_frame(frame), name="whisper_interim")

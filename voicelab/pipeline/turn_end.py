@@ -19,6 +19,12 @@ No verdict is given before the stretch's final transcript is in (the context nee
 last words decide a cut-off; with streamed Whisper the final lands about when smart-turn answers). A VAD start before that discards the
 verdict: the caller went on. Each verdict is logged (`turn_decision`) with both scores and the rule's
 reason, so a run says why each turn ended when it did.
+
+Words the recogniser itself does not trust are no evidence: a transcript frame whose `result` carries
+Whisper's confidence (`avg_logprob`, `compression_ratio`, `no_speech_prob`; `stt_whisper.SttConfidence`)
+and fails Whisper's decode-failure test (`engines.turn_policy.words_reliable`) leaves the decision model's
+verdict out of the rule (text P = None: the audio decides alone). Frames without figures (pocketsphinx,
+the fixture transcript) count as reliable. The log row says which (`words_used`, `stt_avg_logprob`).
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ from pipecat.turns.types import ProcessFrameResult
 from pipecat.turns.user_stop.base_user_turn_stop_strategy import BaseUserTurnStopStrategy
 
 from engines.decision import DecisionModel
-from engines.turn_policy import TurnThresholds, required_silence_ms, text_p_complete
+from engines.turn_policy import TurnThresholds, required_silence_ms, text_p_complete, words_reliable
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind
 from voicelab.pipeline.frames import PreemptFrame
@@ -72,6 +78,8 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
         self._final = ""  # finalized words of this turn
         self._text_p: float | None = None
         self._scored_text: str | None = None
+        self._conf: Any = None  # the recogniser's confidence in `_text` (the frame's `result`)
+        self._scored_conf: Any = None  # ... in the words `_text_p` was scored on
         self._stretch_final = False  # a final transcript landed since the last VAD stop
         self._wake = asyncio.Event()  # a transcript landed: decide now rather than at the next tick
         self._final_wait_s = final_wait_s
@@ -101,6 +109,7 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
 
     async def _new_turn(self) -> None:
         self._text, self._final, self._text_p, self._scored_text = "", "", None, None
+        self._conf = self._scored_conf = None
         self._resumed_pause_ms = 0.0
         await self._resume()
 
@@ -140,12 +149,14 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
         elif isinstance(frame, TranscriptionFrame):
             self._final = f"{self._final} {frame.text}".strip()
             self._text = self._final
+            self._conf = frame.result  # a Whisper final re-reads the whole turn: its figures cover these words
             self._stretch_final = True
             if not self._speaking:
                 await self._preempt(self._final)  # the final words: a better start than the partial
             self._wake.set()
         elif isinstance(frame, InterimTranscriptionFrame):
             self._text = f"{self._final} {frame.text}".strip()
+            self._conf = frame.result
         return ProcessFrameResult.CONTINUE
 
     async def _decide(self) -> None:
@@ -169,7 +180,11 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
     async def _verdict(self) -> bool:
         """Apply the rule to the silence so far; True once the turn was ended."""
         silence_ms = (time.monotonic() - (self._speech_end or time.monotonic())) * 1000.0
-        need, why = required_silence_ms(self._audio_p, self._text_p, self._th, self._resumed_pause_ms)
+        logprob = _figure(self._scored_conf, "avg_logprob")
+        reliable = words_reliable(logprob, _figure(self._scored_conf, "compression_ratio"),
+                                  _figure(self._scored_conf, "no_speech_prob"))
+        text_p = self._text_p if reliable else None  # words the recogniser does not trust are no evidence
+        need, why = required_silence_ms(self._audio_p, text_p, self._th, self._resumed_pause_ms)
         if need > self._th.floor_ms:
             # speech that resumes is seen only `start_secs` later (the VAD waits for that much of it):
             # a wait meant to outlast a pause must outlast the pause plus that lag
@@ -180,17 +195,19 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
             self._log.log(K.TURN_DECISION, self._log.caller_turn_at(self._log.now_ns()), {
                 "audio_p": _r(self._audio_p), "text_p": _r(self._text_p), "text": self._text,
                 "silence_ms": round(silence_ms, 1), "required_ms": need, "reason": why,
-                "resumed_pause_ms": round(self._resumed_pause_ms, 1)})
+                "resumed_pause_ms": round(self._resumed_pause_ms, 1),
+                "stt_avg_logprob": None if logprob is None else round(logprob, 3), "words_used": text_p is not None})
         await self.trigger_user_turn_stopped()
         return True
 
     async def _score_text(self) -> None:
-        if self._decision is None or self._text == self._scored_text:
-            return
-        text = self._scored_text = self._text
-        d = await asyncio.to_thread(self._decision.ask, "turn_complete", text)
-        if text == self._text:  # a newer transcript may have landed meanwhile
-            self._text_p = text_p_complete(d.answer, d.confidence)
+        if self._decision is not None and self._text != self._scored_text:
+            text = self._scored_text = self._text
+            d = await asyncio.to_thread(self._decision.ask, "turn_complete", text)
+            if text == self._text:  # a newer transcript may have landed meanwhile
+                self._text_p = text_p_complete(d.answer, d.confidence)
+        if self._decision is None or self._scored_text == self._text:
+            self._scored_conf = self._conf  # the newest reading of the scored words (the same words may come twice)
 
     async def _preempt(self, text: str) -> None:
         """Tell the engine the words heard so far ('' withdraws what it was told)."""
@@ -200,6 +217,12 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
             return
         self._preempted = text or None
         await self.push_frame(PreemptFrame(text=text))
+
+
+def _figure(conf: Any, name: str) -> float | None:
+    """One of the recogniser's figures from a transcript frame's `result` (None: it gave none)."""
+    v = getattr(conf, name, None)
+    return float(v) if isinstance(v, int | float) else None
 
 
 def _r(p: float | None) -> float | None:

@@ -16,12 +16,18 @@ instead of ~160 ms on these 2 cores. `fit_window=False` gives
 the stock 30 s window, and `transcribe_stock` runs faster-whisper's own `transcribe` (for comparisons:
 beam size, timestamps, its VAD filter). Output text goes through `recognizer_text` (digits, no
 punctuation), the form the engines' callers write.
+
+Each window also reports the decoder's own confidence (`WindowScore`), the figures faster-whisper's
+segments carry and Whisper's `transcribe()` tests for a failed decode: the mean log probability of the
+tokens (as faster-whisper computes it: the cumulative score over the tokens plus the end token), the gzip
+compression ratio of the window's text (a looping decoder compresses well) and P(no speech).
 """
 
 from __future__ import annotations
 
 import math
 import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,11 +53,28 @@ class RecognizerError(Exception):
 
 
 @dataclass(frozen=True)
+class WindowScore:
+    """The decoder's confidence in one window's text (the fields of a faster-whisper segment)."""
+
+    tokens: int  # text tokens decoded (the end token not counted)
+    avg_logprob: float
+    compression_ratio: float
+    no_speech_prob: float
+
+
+@dataclass(frozen=True)
 class Transcript:
     text: str  # normalised: lower case, digits, no punctuation
     ms: float  # wall time of the pass
     audio_s: float  # seconds of audio the pass covered
     raw: str = ""  # the model's own text
+    windows: tuple[WindowScore, ...] = ()  # per decoded window, in order (empty: not measured)
+
+
+def compression_ratio(text: str) -> float:
+    """gzip-style compression ratio of `text`, as Whisper and faster-whisper compute it."""
+    b = text.encode("utf-8")
+    return len(b) / len(zlib.compress(b)) if b else 0.0
 
 
 def packaged_model_path() -> Path:
@@ -84,9 +107,10 @@ class WhisperRecognizer:
         audio = _check_audio(audio)
         t0 = time.perf_counter()
         step = _WINDOW_FRAMES * _HOP
-        raw = " ".join(self._window(audio[i:i + step]) for i in range(0, max(1, audio.size), step)).strip()
+        windows = [self._window(audio[i:i + step]) for i in range(0, max(1, audio.size), step)]
+        raw = " ".join(text for text, _ in windows).strip()
         return Transcript(text=recognizer_text(raw), ms=(time.perf_counter() - t0) * 1000,
-                          audio_s=audio.size / SAMPLE_RATE, raw=raw)
+                          audio_s=audio.size / SAMPLE_RATE, raw=raw, windows=tuple(w for _, w in windows))
 
     def transcribe_stock(self, audio: np.ndarray, **options: Any) -> Transcript:
         """faster-whisper's own `transcribe` (30 s window) with greedy English defaults; options override."""
@@ -95,12 +119,14 @@ class WhisperRecognizer:
                                 "without_timestamps": True, "condition_on_previous_text": False}
         opts.update(options)
         t0 = time.perf_counter()
-        segments, _ = self._fw.transcribe(audio, **opts)
+        segments = list(self._fw.transcribe(audio, **opts)[0])
         raw = "".join(s.text for s in segments).strip()
+        scores = tuple(WindowScore(len([t for t in s.tokens if t < self._tok.eot]), s.avg_logprob,
+                                   s.compression_ratio, s.no_speech_prob) for s in segments)
         return Transcript(text=recognizer_text(raw), ms=(time.perf_counter() - t0) * 1000,
-                          audio_s=audio.size / SAMPLE_RATE, raw=raw)
+                          audio_s=audio.size / SAMPLE_RATE, raw=raw, windows=scores)
 
-    def _window(self, audio: np.ndarray) -> str:
+    def _window(self, audio: np.ndarray) -> tuple[str, WindowScore]:
         feats = self._fw.feature_extractor(audio)  # (80, frames)
         if self.fit_window:
             # whole seconds of frames so that pass costs stay steady; even, as the encoder strides by 2
@@ -115,9 +141,14 @@ class WhisperRecognizer:
                                     to_cpu=False)
         max_new = min(_MAX_TOKENS, 8 + int(_TOKENS_PER_S * audio.size / SAMPLE_RATE))
         result = self._fw.model.generate(enc, [self._prompt], beam_size=1, max_length=len(self._prompt) + max_new,
-                                         suppress_blank=True, suppress_tokens=self._suppress)
-        ids = [t for t in result[0].sequences_ids[0] if t < self._tok.eot]
-        return str(self._tok.decode(ids)).strip()
+                                         suppress_blank=True, suppress_tokens=self._suppress, return_scores=True,
+                                         return_no_speech_prob=True)[0]
+        seq = result.sequences_ids[0]
+        ids = [t for t in seq if t < self._tok.eot]
+        text = str(self._tok.decode(ids)).strip()
+        # faster-whisper's figure (length_penalty 1): the score is the cumulative log probability over len(seq)
+        avg_logprob = result.scores[0] * len(seq) / (len(seq) + 1)
+        return text, WindowScore(len(ids), float(avg_logprob), compression_ratio(text), float(result.no_speech_prob))
 
 
 def _check_audio(audio: np.ndarray) -> np.ndarray:
