@@ -9,6 +9,7 @@ reliable one keeps today's behaviour. Thresholds are scaled down so each call la
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -68,7 +69,8 @@ def test_no_figure_means_reliable() -> None:
 
 # ---- the adapter -------------------------------------------------------------------------------------------
 
-TH = TurnThresholds(floor_ms=20, single_sure_ms=60, medium_ms=80, disputed_ms=120, vetoed_ms=500, cap_ms=600)
+TH = TurnThresholds(floor_ms=20, single_sure_ms=60, medium_ms=80, disputed_ms=120, vetoed_ms=500, cap_ms=600,
+                    drop_unreliable_words=True)
 UNRELIABLE = SttConfidence(avg_logprob=-1.068, compression_ratio=0.667, no_speech_prob=0.384)
 RELIABLE = SttConfidence(avg_logprob=-0.323, compression_ratio=0.733, no_speech_prob=0.075)
 
@@ -104,7 +106,7 @@ class FakeDecision:
 
 
 async def _turn(stretches: list[tuple[float, str, Any]], audio_p: float = 0.886,
-                wait_s: float = 2.0) -> tuple[dict[str, Any], float, FakeDecision]:
+                wait_s: float = 2.0, th: TurnThresholds = TH) -> tuple[dict[str, Any], float, FakeDecision]:
     """Speak the stretches (pause before each, words, the frame's `result`); the turn_decision payload and the
     silence after the last stretch at which the turn ended."""
     loop = asyncio.get_running_loop()
@@ -112,7 +114,7 @@ async def _turn(stretches: list[tuple[float, str, Any]], audio_p: float = 0.886,
     tm.setup(TaskManagerParams(loop=loop))
     log, decision = CallLog("c"), FakeDecision()
     strategy = DecidingTurnStopStrategy(analyzer=FakeSmartTurn(audio_p), decision=decision,  # type: ignore[arg-type]
-                                        log=log, thresholds=TH, tick_ms=5.0)
+                                        log=log, thresholds=th, tick_ms=5.0)
     await strategy.setup(FrameProcessorSetup(clock=SystemClock(), task_manager=tm, pipeline_worker=None,  # type: ignore[arg-type]
                                              audio_in_sample_rate=16000))
     stopped = asyncio.Event()
@@ -146,6 +148,12 @@ async def test_unreliable_words_leave_the_decision_model_out() -> None:
     assert row["stt_avg_logprob"] == pytest.approx(-1.068)
     assert row["required_ms"] == TH.single_sure_ms and row["reason"] == "one source, sure: complete"
     assert TH.single_sure_ms <= ended_ms < TH.vetoed_ms
+
+
+async def test_by_default_unreliable_words_still_count_and_are_flagged() -> None:
+    row, ended_ms, _ = await _turn([(0.0, "and happy ball", UNRELIABLE)], th=replace(TH, drop_unreliable_words=False))
+    assert row["words_reliable"] is False and row["words_used"] is True
+    assert row["required_ms"] == TH.vetoed_ms and ended_ms >= TH.vetoed_ms
 
 
 async def test_reliable_words_keep_the_veto() -> None:

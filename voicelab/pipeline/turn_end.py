@@ -20,11 +20,12 @@ last words decide a cut-off; with streamed Whisper the final lands about when sm
 verdict: the caller went on. Each verdict is logged (`turn_decision`) with both scores and the rule's
 reason, so a run says why each turn ended when it did.
 
-Words the recogniser itself does not trust are no evidence: a transcript frame whose `result` carries
-Whisper's confidence (`avg_logprob`, `compression_ratio`, `no_speech_prob`; `stt_whisper.SttConfidence`)
-and fails Whisper's decode-failure test (`engines.turn_policy.words_reliable`) leaves the decision model's
-verdict out of the rule (text P = None: the audio decides alone). Frames without figures (pocketsphinx,
-the fixture transcript) count as reliable. The log row says which (`words_used`, `stt_avg_logprob`).
+A transcript frame's `result` carries Whisper's confidence (`avg_logprob`, `compression_ratio`,
+`no_speech_prob`; `stt_whisper.SttConfidence`); with `TurnThresholds.drop_unreliable_words` (off by default, by
+measurement: engines/turn_policy.py) words that fail Whisper's decode-failure test
+(`engines.turn_policy.words_reliable`) leave the decision model's verdict out of the rule (text P = None: the
+audio decides alone). Frames without figures (pocketsphinx, the fixture transcript) count as reliable. The log
+row says which (`words_reliable`, `words_used`, `stt_avg_logprob`).
 """
 
 from __future__ import annotations
@@ -183,7 +184,8 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
         logprob = _figure(self._scored_conf, "avg_logprob")
         reliable = words_reliable(logprob, _figure(self._scored_conf, "compression_ratio"),
                                   _figure(self._scored_conf, "no_speech_prob"))
-        text_p = self._text_p if reliable else None  # words the recogniser does not trust are no evidence
+        # words the recogniser does not trust may be left out as evidence (off by default: TurnThresholds)
+        text_p = self._text_p if reliable or not self._th.drop_unreliable_words else None
         need, why = required_silence_ms(self._audio_p, text_p, self._th, self._resumed_pause_ms)
         if need > self._th.floor_ms:
             # speech that resumes is seen only `start_secs` later (the VAD waits for that much of it):
@@ -196,7 +198,8 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
                 "audio_p": _r(self._audio_p), "text_p": _r(self._text_p), "text": self._text,
                 "silence_ms": round(silence_ms, 1), "required_ms": need, "reason": why,
                 "resumed_pause_ms": round(self._resumed_pause_ms, 1),
-                "stt_avg_logprob": None if logprob is None else round(logprob, 3), "words_used": text_p is not None})
+                "stt_avg_logprob": None if logprob is None else round(logprob, 3), "words_reliable": reliable,
+                "words_used": text_p is not None})
         await self.trigger_user_turn_stopped()
         return True
 
