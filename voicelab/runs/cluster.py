@@ -5,7 +5,8 @@ driver of the cluster, and shuts Ray down on the way out. 'local' starts a priva
 are its ray.init arguments, e.g. num_cpus=2); anything else is a cluster address ('auto', 'host:port',
 'ray://host:10001'). A `host:port` address is knocked on first, with a deadline, because ray.init retries an
 unreachable one for minutes. Every failure to join is a ClusterError whose message is one line naming the
-address. Nested `joined` blocks (a matrix of runs, each joining) share the outer block's connection.
+address. Nested `joined` blocks (a matrix of runs, each joining) share the outer block's connection: whoever
+initialised Ray in this process (Ray's own process-wide state) is the one that shuts it down.
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ from contextlib import contextmanager
 from typing import Any
 
 RAY_CONNECT_DEADLINE_S = 30.0  # joining a cluster takes seconds; past this the address is wrong or down
-
-_depth = 0  # how many `joined` blocks are open in this process (only the outermost one inits and shuts down)
 
 
 class ClusterError(RuntimeError):
@@ -38,17 +37,12 @@ def host_port(address: str) -> tuple[str, int] | None:
 def joined(address: str, init_kwargs: Mapping[str, Any] | None = None,
            echo: Callable[[str], None] | None = None) -> Iterator[Any]:
     """This process as a driver of the Ray cluster at `address` (module doc); yields the `ray` module."""
-    global _depth
     try:
         import ray
     except ImportError:
         raise ClusterError("--ray needs the 'ray' package (pip install ray)") from None
-    if _depth > 0 and ray.is_initialized():  # an outer block joined already
-        _depth += 1
-        try:
-            yield ray
-        finally:
-            _depth -= 1
+    if ray.is_initialized():  # an outer block (or the caller) joined already: it owns the connection
+        yield ray
         return
     kwargs = dict(init_kwargs or {})
     if address != "local":
@@ -72,11 +66,9 @@ def joined(address: str, init_kwargs: Mapping[str, Any] | None = None,
             from None
     if echo is not None:
         echo(f"joined Ray ({address})")
-    _depth += 1
     try:
         yield ray
     finally:
-        _depth -= 1
         ray.shutdown()
 
 
