@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from engines.checkpoint import load
@@ -41,6 +41,8 @@ _settings = settings(max_examples=5, deadline=None, suppress_health_check=[Healt
 @_settings
 @given(seed=st.integers(0, 10_000), block=st.sampled_from([2, 4, 8]), blocks=st.integers(1, 3),
        temperature=st.sampled_from([0.0, 0.7]), threshold=st.sampled_from([0.05, 0.5, 0.95]))
+# found by a CI run: Gumbel sampling drew the mask token itself as a guess, so the position stayed masked
+@example(seed=407, block=2, blocks=3, temperature=0.7, threshold=0.05)
 def test_mask_only_samplers_never_change_an_unmasked_token(tiny_diffusion: Path, sampler: str, cache: str, seed: int,
                                                            block: int, blocks: int, temperature: float,
                                                            threshold: float) -> None:

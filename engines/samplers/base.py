@@ -118,7 +118,13 @@ class Canvas:
         return out[: e - s].float()
 
     def choose(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Best token and its probability per position (Gumbel-max when temperature > 0)."""
+        """Best token and its probability per position (Gumbel-max when temperature > 0).
+
+        The mask token is never a guess: "committing" it would leave the position masked for good, and a
+        sampler with a fixed step budget would then end with the answer unfinished.
+        """
+        logits = logits.clone()
+        logits[..., self.special.mask_id] = float("-inf")
         probs = torch.softmax(logits, dim=-1)
         if self.cfg.temperature > 0:
             g = -torch.log(-torch.log(torch.rand(logits.shape, generator=self.gen, device=logits.device)
