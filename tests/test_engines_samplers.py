@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -152,28 +154,31 @@ def test_cancel_stops_within_one_step(tiny_diffusion: Path, sampler: str) -> Non
     assert after <= slowest + 0.05
 
 
+async def _cancel_while_consuming(gen: Any, ready: Callable[[int], bool], timeout: float) -> tuple[int, float]:
+    """Consume `gen` in a task, cancel it from here once `ready(snapshots seen)` (polled every ms); the count seen
+    and how long the task took to end after the cancel."""
+    seen = 0
+
+    async def consume() -> None:
+        nonlocal seen
+        async for _ in gen:
+            seen += 1
+
+    task = asyncio.create_task(consume())
+    while not ready(seen):
+        await asyncio.sleep(0.001)
+    t = time.monotonic()
+    gen.cancel()
+    await asyncio.wait_for(task, timeout=timeout)
+    return seen, time.monotonic() - t
+
+
 def test_cancel_from_another_task_interrupts_the_stream(tiny_diffusion: Path) -> None:
     eng = Engine(load(tiny_diffusion), "threshold", SamplerConfig(canvas=64, block_size=4, threshold=0.999))
-
-    async def go() -> tuple[int, int]:
-        gen = eng.generate(MSGS)
-        seen = 0
-
-        async def consume() -> None:
-            nonlocal seen
-            async for _ in gen:
-                seen += 1
-
-        task = asyncio.create_task(consume())
-        while seen < 2:
-            await asyncio.sleep(0.001)
-        gen.cancel()
-        await asyncio.wait_for(task, timeout=2.0)
-        return seen, gen.snapshots
-
-    seen, produced = asyncio.run(go())
-    assert produced <= seen + 1  # at most the step already in flight
-    assert produced < 64
+    gen = eng.generate(MSGS)
+    seen, _ = asyncio.run(_cancel_while_consuming(gen, lambda n: n >= 2, timeout=2.0))
+    assert gen.snapshots <= seen + 1  # at most the step already in flight
+    assert gen.snapshots < 64
 
 
 def test_step_pacing_spaces_steps_and_leaves_the_answer_unchanged(tiny_diffusion: Path) -> None:
@@ -194,23 +199,8 @@ def test_step_pacing_spaces_steps_and_leaves_the_answer_unchanged(tiny_diffusion
 def test_cancel_ends_a_paced_step_wait_at_once(tiny_diffusion: Path) -> None:
     eng = Engine(load(tiny_diffusion), "threshold", SamplerConfig(canvas=16, block_size=4, threshold=0.999,
                                                                   step_ms=2000.0))
-
-    async def go() -> tuple[int, float]:
-        gen = eng.generate(MSGS)
-        seen = 0
-
-        async def consume() -> None:
-            nonlocal seen
-            async for _ in gen:
-                seen += 1
-
-        task = asyncio.create_task(consume())
-        await asyncio.sleep(0.2)  # inside the first 2 s step wait
-        t = time.monotonic()
-        gen.cancel()
-        await asyncio.wait_for(task, timeout=5.0)
-        return seen, time.monotonic() - t
-
-    seen, after = asyncio.run(go())
+    t0 = time.monotonic()  # cancel 0.2 s in: inside the first 2 s step wait
+    seen, after = asyncio.run(_cancel_while_consuming(eng.generate(MSGS), lambda _: time.monotonic() - t0 >= 0.2,
+                                                      timeout=5.0))
     assert seen == 0  # the waited-out step is never shown
     assert after < 1.0  # the 2 s wait ended with the cancel
