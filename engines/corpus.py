@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from engines import business as B
+from engines import phrasing as PH
 from engines.asr_noise import damage, garble
 
 INTENTS = (
@@ -149,7 +150,7 @@ def greeting(r: random.Random) -> Example:
 
 def hours(r: random.Random) -> Example:
     day = r.choice(B.DAYS)
-    u = _filler(r) + r.choice([
+    u = PH.hours_request(r, day) if r.random() < COMPOSED else _filler(r) + r.choice([
         f"what time do you open on {day}", f"are you open on {day}", f"what are your hours on {day}",
         f"when do you close on {day}", f"what time are you open {day}", f"can i come by on {day}",
         f"how late are you open on {day}", f"what are your opening hours for {day}",
@@ -192,7 +193,7 @@ def _book_reply(day: str, time: str, name: str, service: str) -> str:
 
 def book(r: random.Random) -> Example:
     day, time, name, service = _booking_slots(r)
-    u = _filler(r) + r.choice([
+    u = PH.book_request(r, service, day, time, name) if r.random() < COMPOSED else _filler(r) + r.choice([
         f"i would like to book {service} on {day} at {time} my name is {name}",
         f"can i book {service} for {day} at {time} the name is {name}",
         f"this is {name} i need {service} on {day} at {time}",
@@ -205,6 +206,9 @@ def book(r: random.Random) -> Example:
 
 
 def _ask_name_turn(r: random.Random, day: str, time: str, service: str) -> tuple[str, str]:
+    if r.random() < COMPOSED:
+        return (PH.book_request(r, service, day, time, "", omit="name"),
+                render("book_ask_name", service=service, day=day, time=time))
     u = _filler(r) + r.choice([
         f"i would like to book {service} on {day} at {time}",
         f"can i get {service} on {day} at {time}",
@@ -232,7 +236,7 @@ def book_name_followup(r: random.Random) -> Example:
 
 def reschedule(r: random.Random) -> Example:
     day, time, name, _ = _booking_slots(r)
-    u = _filler(r) + r.choice([
+    u = PH.reschedule_request(r, name, day, time) if r.random() < COMPOSED else _filler(r) + r.choice([
         f"this is {name} can you move my appointment to {day} at {time}",
         f"i need to reschedule my appointment to {day} at {time} my name is {name}",
         f"can i change my booking to {day} at {time} it is {name}",
@@ -245,7 +249,7 @@ def reschedule(r: random.Random) -> Example:
 
 def cancel(r: random.Random) -> Example:
     day, _, name, _ = _booking_slots(r)
-    u = _filler(r) + r.choice([
+    u = PH.cancel_request(r, name, day) if r.random() < COMPOSED else _filler(r) + r.choice([
         f"please cancel my appointment on {day} my name is {name}",
         f"this is {name} i need to cancel my {day} appointment",
         f"can you cancel my booking on {day} it is {name}",
@@ -257,7 +261,7 @@ def cancel(r: random.Random) -> Example:
 
 def order_status(r: random.Random) -> Example:
     num = _digits(r, 5)
-    u = _filler(r) + r.choice([
+    u = PH.order_request(r, _spell(num)) if r.random() < COMPOSED else _filler(r) + r.choice([
         f"can you check my order {_spell(num)}", f"what is the status of order {_spell(num)}",
         f"i am calling about order number {_spell(num)}", f"where is my order {_spell(num)}",
         f"has order {_spell(num)} shipped yet",
@@ -362,8 +366,30 @@ def _essential(e: Example) -> list[str]:
     return [w for w in words if w != "30"] + list(_CUES.get(e.intent, ()))
 
 
+def _missing_slot(r: random.Random) -> Example:
+    """A clear request with a required slot the caller never said: ask, never guess it."""
+    day, time, name, service = _booking_slots(r)
+    kind = r.choice(("cancel", "cancel", "reschedule", "reschedule", "book", "hours", "order_status"))
+    if kind == "cancel":
+        omit = r.choice(("name", "day"))
+        u = PH.cancel_request(r, name, day, omit=omit)
+    elif kind == "reschedule":
+        omit = r.choice(("name", "day", "time"))
+        u = PH.reschedule_request(r, name, day, time, omit=omit)
+    elif kind == "book":  # a booking without its name asks for the name (book_ask_name)
+        omit = r.choice(("day", "time"))
+        u = PH.book_request(r, service, day, time, name if r.random() < 0.5 else "", omit=omit)
+    elif kind == "hours":
+        omit, u = "day", PH.hours_request(r, day, omit="day")
+    else:
+        omit, u = "number", PH.order_request(r, None)
+    return Example("clarify", [{"role": "user", "content": u}], render("clarify_day" if omit == "day" else "clarify"))
+
+
 def clarify(r: random.Random) -> Example:
     """Half-understood requests: a short clarifying question, never a tool call."""
+    if r.random() < MISSING:
+        return _missing_slot(r)
     x = r.random()
     if x < 0.6:  # an in-domain request with an essential word destroyed by the recogniser
         src = GENERATORS[r.choice(_CLARIFY_FROM)](r)
@@ -392,9 +418,13 @@ GENERATORS: dict[str, Callable[[random.Random], Example]] = {
 # slot-heavy intents are sampled more often: they are what the models must learn to copy
 WEIGHTS = {"greeting": 1, "hours": 3, "hours_week": 1, "address": 2, "book": 5, "book_ask_name": 2, "book_name_followup": 3,
            "reschedule": 3, "cancel": 3, "order_status": 4, "readback_phone": 3, "readback_booking": 3,
-           "small_talk": 1, "goodbye": 1, "fallback": 5, "clarify": 5}
+           "small_talk": 1, "goodbye": 1, "fallback": 5, "clarify": 8}
 # the shop's own requests (held-out evaluation draws from these only)
 IN_DOMAIN = tuple(k for k in WEIGHTS if k not in ("clarify",))
+# share of the slot requests phrased by engines/phrasing.py instead of the fixed templates above
+COMPOSED = 0.5
+# share of the clarify examples that are clear requests missing a required slot
+MISSING = 0.4
 # share of in-domain requests given light recogniser noise that keeps slot values and cues
 LIGHT_NOISE = 0.15
 

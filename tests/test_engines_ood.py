@@ -19,7 +19,10 @@ def test_ood_set_expects_no_tool_call_and_is_disjoint_from_training() -> None:
     prompts = ood_set(60)
     assert {p.expect.intent for p in prompts} == {"fallback"}
     assert {p.kind for p in prompts} == {"off_topic", "unrelated", "real", "garbled"}
-    train = corpus.generate(24000, 0)  # engines/train.py's corpus
+    from engines.train import TrainConfig
+
+    cfg = TrainConfig()
+    train = corpus.generate(cfg.n_train, cfg.corpus_seed)  # engines/train.py's corpus
     said = {m["content"] for e in train for m in e.messages if m["role"] == "user"}
     assert not [p.messages[-1]["content"] for p in prompts if p.messages[-1]["content"] in said]
     # different source sentences, not only different seeds

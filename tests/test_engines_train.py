@@ -60,3 +60,23 @@ def test_shipped_weights_fit_the_budget() -> None:
         pytest.skip("tiny weights not trained")
     total = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
     assert total <= 40 * 2**20
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_finetune_continues_a_checkpoint_and_keeps_its_sampler_defaults(tmp_path: Path, causal: bool) -> None:
+    import json
+
+    from engines.checkpoint import load
+    from engines.train import TrainConfig, finetune
+    from tests.conftest import make_checkpoint
+
+    src = make_checkpoint(tmp_path / "src", causal=causal, shards=1)
+    before = {k: v.clone() for k, v in load(src).model.state_dict().items()}
+    cfg = TrainConfig(n_train=200, canvas=128, batch=8, ar_steps=3, diff_steps=3, threads=1)
+    meta = finetune(cfg, src, tmp_path / "out" / "model")
+    assert meta["kind"] == ("ar" if causal else "diffusion") and [row["step"] for row in meta["log"]] == [0, 2]
+    out = load(tmp_path / "out" / "model")
+    assert out.model.config.causal == causal
+    assert any(not torch.equal(before[k], v) for k, v in out.model.state_dict().items())
+    assert json.loads((tmp_path / "out" / "model" / "config.json").read_text())["voicelab"]["block_size"] == 4
+    assert (tmp_path / "out" / "finetune_model.json").is_file()
