@@ -351,7 +351,8 @@ def fallback(r: random.Random) -> Example:
 
 # words a request cannot be understood without, besides its slot values
 _CUES = {"hours": ("open", "close", "hours", "late"), "book": ("book", "booking"),
-         "reschedule": ("move", "reschedule", "change"), "cancel": ("cancel",), "order_status": ("order",),
+         "reschedule": ("move", "reschedule", "change", "push", "switch"), "cancel": ("cancel", "remove", "delete"),
+         "order_status": ("order",),
          "readback_phone": ("number", "phone")}
 _CLARIFY_FROM = ("hours", "book", "reschedule", "cancel", "order_status", "book_ask_name", "readback_phone")
 _VAGUE_DAYS = ("today", "tomorrow", "tonight", "this weekend", "next week", "later")
@@ -381,8 +382,9 @@ def _missing_slot(r: random.Random) -> Example:
         u = PH.book_request(r, service, day, time, name if r.random() < 0.5 else "", omit=omit)
     elif kind == "hours":
         omit, u = "day", PH.hours_request(r, day, omit="day")
-    else:
-        omit, u = "number", PH.order_request(r, None)
+    else:  # the shop's order numbers have five digits: fewer or more were misheard
+        n = r.choice((3, 4, 6))
+        omit, u = "number", PH.order_request(r, _spell(_digits(r, n)) if r.random() < 0.5 else None)
     return Example("clarify", [{"role": "user", "content": u}], render("clarify_day" if omit == "day" else "clarify"))
 
 
@@ -418,13 +420,13 @@ GENERATORS: dict[str, Callable[[random.Random], Example]] = {
 # slot-heavy intents are sampled more often: they are what the models must learn to copy
 WEIGHTS = {"greeting": 1, "hours": 3, "hours_week": 1, "address": 2, "book": 5, "book_ask_name": 2, "book_name_followup": 3,
            "reschedule": 3, "cancel": 3, "order_status": 4, "readback_phone": 3, "readback_booking": 3,
-           "small_talk": 1, "goodbye": 1, "fallback": 5, "clarify": 8}
+           "small_talk": 1, "goodbye": 1, "fallback": 5, "clarify": 10}
 # the shop's own requests (held-out evaluation draws from these only)
 IN_DOMAIN = tuple(k for k in WEIGHTS if k not in ("clarify",))
 # share of the slot requests phrased by engines/phrasing.py instead of the fixed templates above
 COMPOSED = 0.5
 # share of the clarify examples that are clear requests missing a required slot
-MISSING = 0.4
+MISSING = 0.5
 # share of in-domain requests given light recogniser noise that keeps slot values and cues
 LIGHT_NOISE = 0.15
 
