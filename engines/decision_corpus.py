@@ -385,12 +385,14 @@ def add_noise(r: random.Random, text: str) -> str:
         w = _spoken_numbers(r, w)
     last, body = w[-1], w[:-1]
     out: list[str] = []
-    for x in body:
+    for i, x in enumerate(body):
         p = r.random()
         if x.isdigit() or x in _NUM_WORDS or x == "oh":
             p = 1.0  # digits are kept: how many were said decides whether a number is finished
-        if p < 0.04:
-            continue  # dropped
+        if p < 0.04 and (out or i < len(body) - 1):
+            # dropped, but never the whole body: "hello is this" must not shrink to "this", a stray
+            # word, while two words of a request already make an interruption
+            continue
         if p < 0.08:
             out.append(r.choice(_SUBSTITUTES))
         elif p < 0.10:
