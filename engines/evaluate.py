@@ -119,9 +119,9 @@ def evaluate(engine: Any, prompts: Sequence[Prompt | corpus.Example], keep_failu
                       round(time.monotonic() - t0, 1), fails)
 
 
-def heldout_examples(n: int, train_n: int = 40000, corpus_seed: int = 0, heldout_seed: int = 1) -> list[corpus.Example]:
-    # train_n and corpus_seed are engines/train.py's defaults (the corpus of the last fine-tune):
-    # held-out combinations are unseen there
+def heldout_examples(n: int, train_n: int = corpus.TRAIN_N, corpus_seed: int = corpus.TRAIN_SEED,
+                     heldout_seed: int = 1) -> list[corpus.Example]:
+    # held-out combinations are unseen in the corpus the shipped models were last trained on
     return corpus.heldout(n, heldout_seed, corpus.generate(train_n, corpus_seed))
 
 

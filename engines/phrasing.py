@@ -49,14 +49,14 @@ def _join(*parts: str) -> str:
 def cancel_request(r: random.Random, name: str, day: str, omit: str | None = None) -> str:
     thing = r.choice(("my appointment", "my booking", "the appointment", "my service appointment",
                       "my repair appointment", "the booking"))
-    d = None if omit == "day" else r.choice(_DAY).format(day=day)
+    d = "" if omit == "day" else r.choice(_DAY).format(day=day)
     core = r.choice((
-        lambda: _join(r.choice(_ASK), r.choice(("cancel", "cancel", "remove", "delete")), thing, d or ""),
-        lambda: _join("i need to cancel", thing, d or ""),
-        lambda: _join("i can not come", d or "", "so please cancel", thing),
-        lambda: _join("i will not make it", d or "", r.choice(_ASK), "cancel it"),
-        lambda: _join("cancel", thing, d or "", "please"),
-        lambda: _join("i want to cancel", thing, d or ""),
+        lambda: _join(r.choice(_ASK), r.choice(("cancel", "cancel", "remove", "delete")), thing, d),
+        lambda: _join("i need to cancel", thing, d),
+        lambda: _join("i can not come", d, "so please cancel", thing),
+        lambda: _join("i will not make it", d, r.choice(_ASK), "cancel it"),
+        lambda: _join("cancel", thing, d, "please"),
+        lambda: _join("i want to cancel", thing, d),
     ))()
     return r.choice(_OPEN) + _place_intro(r, core, None if omit == "name" else name)
 

@@ -30,9 +30,9 @@ from engines.tokenizer import ChatTokenizer, train_tiny
 
 @dataclass
 class TrainConfig:
-    n_train: int = 40000  # about 30 % of it out-of-domain and half-understood callers (first weights: 24000)
+    n_train: int = corpus.TRAIN_N  # about 30 % of it out-of-domain and half-understood callers (first weights: 24000)
     n_heldout: int = 500
-    corpus_seed: int = 0
+    corpus_seed: int = corpus.TRAIN_SEED
     heldout_seed: int = 1
     vocab_size: int = 1024  # of the BPE tokenizer trained on the corpus (the network's shape: ModelConfig)
     canvas: int = 48  # response positions, EOS-padded (LLaDA SFT layout)

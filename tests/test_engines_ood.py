@@ -19,10 +19,7 @@ def test_ood_set_expects_no_tool_call_and_is_disjoint_from_training() -> None:
     prompts = ood_set(60)
     assert {p.expect.intent for p in prompts} == {"fallback"}
     assert {p.kind for p in prompts} == {"off_topic", "unrelated", "real", "garbled"}
-    from engines.train import TrainConfig
-
-    cfg = TrainConfig()
-    train = corpus.generate(cfg.n_train, cfg.corpus_seed)  # engines/train.py's corpus
+    train = corpus.generate(corpus.TRAIN_N, corpus.TRAIN_SEED)  # engines/train.py's corpus
     said = {m["content"] for e in train for m in e.messages if m["role"] == "user"}
     assert not [p.messages[-1]["content"] for p in prompts if p.messages[-1]["content"] in said]
     # different source sentences, not only different seeds
