@@ -70,11 +70,15 @@ def garble(text: str, r: random.Random, cfg: NoiseConfig = NoiseConfig(),
     return " ".join(out) if out else text
 
 
-def damage(text: str, r: random.Random, essential: Sequence[str], cfg: NoiseConfig = NoiseConfig()) -> str:
+def damage(text: str, r: random.Random, essential: Sequence[str], cfg: NoiseConfig = NoiseConfig(),
+           as_function_word: float = 0.0) -> str:
     """Destroy at least one essential word (dropped or heard as a sound-alike), plus light noise elsewhere.
 
     `essential` lists the words the request cannot be understood without (slot values, the intent
     cue); the ones present in `text` are candidates. Raises ValueError if none is present.
+    `as_function_word`: the share of destroyed words heard as a short function word instead (the
+    recogniser's substitution error, which leaves "monday 3 30 pm" as "monday the 30 pm": a request that
+    still looks whole). Off by default, so the out-of-domain set (engines/ood.py) stays as it was.
     """
     words = text.split()
     present = [i for i, w in enumerate(words) if w in essential]
@@ -84,7 +88,9 @@ def damage(text: str, r: random.Random, essential: Sequence[str], cfg: NoiseConf
     out: list[str] = []
     for i, w in enumerate(words):
         if i in hit:
-            if w in SOUND_ALIKE and r.random() < 0.6:
+            if as_function_word and r.random() < as_function_word:
+                out.append(r.choice(FUNCTION_WORDS))
+            elif w in SOUND_ALIKE and r.random() < 0.6:
                 out.append(r.choice(SOUND_ALIKE[w]))
             # else: dropped
         else:

@@ -397,7 +397,7 @@ def clarify(r: random.Random) -> Example:
         src = GENERATORS[r.choice(_CLARIFY_FROM)](r)
         # a booking without its name is a request the shop answers by asking for the name
         ess = [w for w in _essential(src) if not (src.intent == "book" and w == src.slots.get("name"))]
-        u = damage(src.messages[-1]["content"], r, ess)
+        u = damage(src.messages[-1]["content"], r, ess, as_function_word=AS_FUNCTION_WORD)
         return Example("clarify", src.messages[:-1] + [{"role": "user", "content": u}], render("clarify"))
     if x < 0.8:  # a day the shop cannot resolve
         vague = r.choice(_VAGUE_DAYS)
@@ -431,6 +431,8 @@ MISSING = 0.5
 # and out-of-domain sets are checked against exactly these chats
 TRAIN_N = 40000
 TRAIN_SEED = 0
+# share of the destroyed essential words of a clarify request heard as a short function word
+AS_FUNCTION_WORD = 0.3
 # share of in-domain requests given light recogniser noise that keeps slot values and cues
 LIGHT_NOISE = 0.15
 

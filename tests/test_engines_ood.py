@@ -10,7 +10,7 @@ import pytest
 
 from engines import corpus
 from engines.answers import score_reply
-from engines.asr_noise import damage, garble
+from engines.asr_noise import FUNCTION_WORDS, NoiseConfig, damage, garble
 from engines.evaluate import load_prompts, ood_set
 from engines.ood import OFF_TOPIC, REAL, UNRELATED, garbled_requests, ood_prompts
 
@@ -43,6 +43,17 @@ def test_noise_model_keeps_protected_words_and_damage_destroys_one() -> None:
         assert not {"cancel", "monday", "ben"} <= set(hurt)
     with pytest.raises(ValueError):
         damage("hello there", random.Random(0), ["cancel"])
+
+
+def test_damage_can_hear_the_destroyed_word_as_a_function_word() -> None:
+    # "monday 3 30 pm" heard as "monday the 30 pm": still shaped like a request, with its hour gone
+    text = "move me to monday 3 30 pm"
+    quiet = NoiseConfig(drop=0.0, substitute=0.0, insert=0.0, sound_alike=0.0)  # no light noise elsewhere
+    for seed in range(20):
+        hurt = damage(text, random.Random(seed), ["3"], quiet, as_function_word=1.0).split()
+        assert hurt[:4] == text.split()[:4] and hurt[5:] == ["30", "pm"] and hurt[4] in FUNCTION_WORDS
+    # off by default: the out-of-domain set's garbled requests do not move
+    assert damage(text, random.Random(3), ["3"]) == damage(text, random.Random(3), ["3"], as_function_word=0.0)
 
 
 def test_corpus_answers_ood_callers_without_tool_calls() -> None:
