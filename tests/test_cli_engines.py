@@ -116,4 +116,4 @@ def test_run_through_a_profile_measures_its_own_timing(tmp_path: Path) -> None:
 def test_bench_refuses_a_bad_count_in_one_line() -> None:
     res = CliRunner().invoke(app, ["bench", "engines", "--n", "0"])
     assert res.exit_code == 2 and "Traceback" not in res.output
-    assert res.output.strip().startswith("error: --n and --threads must be at least 1")
+    assert res.output.strip().startswith("error: --n, --threads and --rounds must be at least 1")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import statistics
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,18 @@ def test_evaluate_prompts_file_and_bench_ood_figures(tmp_path: Path, capsys: pyt
     row = bench_engine(eng, heldout_examples(4), warmup=1, ood=ood_set(4)[-8:])
     eng.close()
     assert row.ood_prompts == 8 and 0.0 <= row.ood_coherent <= 1.0 and row.wrong_tool_calls >= 0
+
+
+@pytest.mark.skipif(not (Path(__file__).parents[1] / "engines/tiny/diffusion/config.json").exists(),
+                    reason="tiny weights not trained")
+def test_bench_times_engines_side_by_side_in_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    from engines import bench
+
+    monkeypatch.setattr(bench, "DEFAULT_RUNS", [("diffusion", "threshold", {}), ("ar", "autoregressive", {})])
+    rows = bench.run_bench(n=3, ood_garbled=0, threads=1, rounds=3)
+    assert [len(r.rounds_tokens_per_s) for r in rows] == [3, 3]
+    assert all(r.tokens_per_s == statistics.median(r.rounds_tokens_per_s) > 0 for r in rows)  # the median round
+    assert rows[1].x_ar == 1.0 and rows[0].x_ar > 0
+    assert "x AR" in bench.format_rows(rows)[0]
+    with pytest.raises(ValueError, match="rounds"):
+        bench.run_bench(n=3, ood_garbled=0, rounds=0)

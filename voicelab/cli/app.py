@@ -46,13 +46,14 @@ def bench_engines(
     json_out: Annotated[bool, typer.Option("--json", help="print a JSON list")] = False,
     out: Annotated[Path | None, typer.Option(help="also write the JSON result here")] = None,
     threads: Annotated[int, typer.Option(help="torch threads")] = 2,
+    rounds: Annotated[int, typer.Option(help="timed rounds, every engine once per round (speed: the median)")] = 5,
 ) -> None:
     """Every engine and sampler on the same held-out prompts: tokens/s, first commit, correctness,
     out-of-domain coherence and wrong tool calls."""
-    if n < 1 or ood_garbled < 0 or threads < 1:
-        fail("--n and --threads must be at least 1, --ood-garbled at least 0")
+    if n < 1 or ood_garbled < 0 or threads < 1 or rounds < 1:
+        fail("--n, --threads and --rounds must be at least 1, --ood-garbled at least 0")
     try:
-        rows = bench.run_bench(n, ood_garbled, threads)
+        rows = bench.run_bench(n, ood_garbled, threads, rounds)
     except CheckpointError as e:
         fail(str(e))
     if out is not None:
