@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import platform
 import statistics
 import time
@@ -49,6 +50,9 @@ DEFAULT_RUNS = [
     ("diffusion", "revising", {}),
     ("ar", "autoregressive", {}),
 ]
+
+
+WARMUP = 3  # untimed answers per engine before its timed passes
 
 
 @dataclass
@@ -115,10 +119,10 @@ def timed_pass(eng: Engine, examples: list) -> _Pass:
 def _row(eng: Engine, examples: list, passes: list[_Pass], ood: list[Prompt] | None) -> BenchRow:
     """The row of an engine from its timed passes (the median one for speed) and its answers' scores."""
     rates = [p.tokens_per_s for p in passes]
-    mid = sorted(passes, key=lambda p: p.tokens_per_s)[len(passes) // 2]
+    mid = sorted(passes, key=lambda p: p.tokens_per_s)[len(passes) // 2]  # every speed column from this pass
     res = evaluate(eng, examples, keep_failures=0)
     n = len(examples)
-    row = BenchRow(eng.name, eng.sampler, {}, n, round(statistics.median(rates), 1),
+    row = BenchRow(eng.name, eng.sampler, {}, n, round(mid.tokens_per_s, 1),
                    round(statistics.median(mid.firsts_ms), 2) if mid.firsts_ms else float("nan"),
                    round(mid.forwards / max(1, mid.tokens), 3), round(mid.steps / n, 2),
                    round(mid.seconds * 1000 / max(1, mid.forwards), 3), res.correct, round(mid.revisions / n, 2))
@@ -130,11 +134,15 @@ def _row(eng: Engine, examples: list, passes: list[_Pass], ood: list[Prompt] | N
     return row
 
 
-def bench_engine(eng: Engine, examples: list, warmup: int = 3, ood: list[Prompt] | None = None,
+def _warm_up(eng: Engine, examples: list, n: int = WARMUP) -> None:
+    for e in examples[:n]:
+        eng.answer(e.messages)  # torch's first-use costs stay out of the timed passes
+
+
+def bench_engine(eng: Engine, examples: list, warmup: int = WARMUP, ood: list[Prompt] | None = None,
                  rounds: int = 1) -> BenchRow:
     """One engine alone (no AR ratio): `rounds` timed passes, then its scores."""
-    for e in examples[:warmup]:
-        eng.answer(e.messages)
+    _warm_up(eng, examples, warmup)
     return _row(eng, examples, [timed_pass(eng, examples) for _ in range(rounds)], ood)
 
 
@@ -150,8 +158,7 @@ def run_bench(n: int = 200, ood_garbled: int = 120, threads: int = 2, rounds: in
     engines = [open_engine(model, sampler, **opts) for model, sampler, opts in DEFAULT_RUNS]
     try:
         for eng in engines:
-            for e in examples[:3]:
-                eng.answer(e.messages)  # warm-up: torch's first-use costs
+            _warm_up(eng, examples)
         passes: list[list[_Pass]] = [[] for _ in engines]
         for r in range(rounds):
             k = r % len(engines)  # each round starts with another engine
@@ -186,7 +193,7 @@ def format_rows(rows: list[BenchRow]) -> list[str]:
     """One line per row, with the ratio to the autoregressive engine's tokens/s."""
     out = []
     for r in rows:
-        ratio = f"{r.x_ar:.2f}x AR" if r.x_ar == r.x_ar else ""  # NaN: no AR engine in the run
+        ratio = "" if math.isnan(r.x_ar) else f"{r.x_ar:.2f}x AR"  # NaN: no AR engine in the run
         out.append(f"{r.engine:10s} {r.sampler:15s} {json.dumps(r.options):18s} {r.tokens_per_s:8.1f} tok/s "
                    f"{ratio:9s} first commit {r.first_commit_ms:6.1f} ms  {r.forwards_per_token:.2f} fwd/tok  "
                    f"correct {r.correctness:.1%}  ood coherent {r.ood_coherent:.1%} ok {r.ood_correct:.1%} "
