@@ -9,6 +9,7 @@ Systems:
   the wheel's en-us model); `ms` decodes the whole utterance, `final_ms` is only the `end_utt` pass
   that is left after streaming the audio in (what the pipeline waits for at the end of speech).
 - `whisper_fit`: WhisperRecognizer, greedy, encoder window fitted to the utterance + 1 s, at least 10 s;
+  `whisper_fit_beam5`: the same with a beam of 5;
   `whisper_fit5`: at least 5 s; `whisper_tight`: no floor (the window is the utterance + 1 s).
 - `whisper_full`: the same decoding on the stock 30 s window.
 - `fw_*`: faster-whisper's own `transcribe` (30 s window) with one option changed from greedy,
@@ -121,6 +122,7 @@ def whisper_systems(threads: int) -> dict[str, Callable[[], Callable[[np.ndarray
 
     return {
         "whisper_fit": ours(fit_window=True, min_window_s=10.0, tail_pad_s=1.0),
+        "whisper_fit_beam5": ours(fit_window=True, min_window_s=10.0, tail_pad_s=1.0, beam_size=5),
         "whisper_fit5": ours(fit_window=True, min_window_s=5.0, tail_pad_s=1.0),
         "whisper_tight": ours(fit_window=True, min_window_s=0.0, tail_pad_s=1.0),
         "whisper_full": ours(fit_window=False),

@@ -178,7 +178,7 @@ def test_chat_messages_keeps_text_roles() -> None:
 
 @pytest.mark.parametrize(("field", "value"), [("barge_in", "words:0"), ("barge_in", "loud"), ("turn", "smart:x"),
                                               ("turn", "timeout:-1"), ("stt", "vosk"), ("vad", "energy"),
-                                              ("vad_stop_secs", 0.0), ("policy", "stable")])
+                                              ("vad_stop_secs", 0.0), ("policy", "stable"), ("stt_beam", 0)])
 def test_bad_config_names_the_field(field: str, value: Any) -> None:
     with pytest.raises(ValueError, match=field.split("_")[0]):
         PipelineConfig(**{field: value})

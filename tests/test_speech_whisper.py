@@ -62,7 +62,19 @@ def test_each_window_reports_the_decoders_confidence(recognizer: WhisperRecogniz
     assert compression_ratio("bye " * 40) > 2.4  # a looping decoder compresses well
 
 
+def test_greedy_is_the_default_and_a_beam_is_an_option(recognizer: WhisperRecognizer,
+                                                        clip: tuple[np.ndarray, str]) -> None:
+    audio, text = clip
+    assert recognizer.beam_size == 1  # greedy by measurement (module doc)
+    beam = WhisperRecognizer(recognizer.model_path, cpu_threads=2, beam_size=5)
+    g, b = recognizer.transcribe(audio), beam.transcribe(audio)
+    assert word_error_rate(text, g.text) <= MAX_WER and word_error_rate(text, b.text) <= MAX_WER
+    assert b.text == g.text  # a clean clip: the one reading both decoders find
+
+
 def test_bad_model_folder_and_audio_are_named(tmp_path, recognizer: WhisperRecognizer) -> None:
+    with pytest.raises(RecognizerError, match="beam_size: 0"):
+        WhisperRecognizer(beam_size=0)
     with pytest.raises(RecognizerError, match="model.bin is missing"):
         WhisperRecognizer(tmp_path)
     with pytest.raises(RecognizerError, match="shape"):

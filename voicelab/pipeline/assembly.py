@@ -82,7 +82,7 @@ def stt_service(cfg: PipelineConfig, log: CallLog, *, decoder: Any = None,
     partial passes for every utterance (a live page shows them); else only where something reads them."""
     sr = cfg.sample_rate
     if cfg.stt == "whisper":
-        return WhisperSTTService(recognizer=recognizer or load_recognizer(), sample_rate=sr,
+        return WhisperSTTService(recognizer=recognizer or load_recognizer(beam_size=cfg.stt_beam), sample_rate=sr,
                                  interim=interim or cfg.preemptive)
     if cfg.stt == "pocketsphinx":
         return PocketsphinxSTTService(decoder=decoder, sample_rate=sr)

