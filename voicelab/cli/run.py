@@ -61,6 +61,8 @@ def run(
                                            "engine's own)"),
     policy: str = typer.Option("pinned", help="gate policy: final, prefix, stable:K, block, pinned, pinned:X"),
     stt: str = typer.Option("whisper", help=STT_HELP),
+    stt_early_final: bool = typer.Option(True, help="Whisper: start the final pass at the VAD's first silent frame "
+                                                    "instead of its confirmed stop (stop_secs later)"),
     stt_beam: int = typer.Option(1, help="Whisper's beam size (1: greedy, the default by measurement; a beam "
                                               "repeats short sentences and writes words into breaths)"),
     vad: str = typer.Option("silero", help="silero or webrtc"),
@@ -109,7 +111,7 @@ def run(
         shaper = ShaperParams(min_words=min_words, max_words=max_words, max_hold_ms=max_hold_ms,
                               first_min_words=first_chunk_words)
         base = PipelineConfig(engine=engine, base_url=base_url, api_key_env=api_key_env, sampler=sampler,
-                              policy=policy, shaper=shaper, stt=stt, stt_beam=stt_beam, vad=vad,
+                              policy=policy, shaper=shaper, stt=stt, stt_beam=stt_beam, stt_early_final=stt_early_final, vad=vad,
                               barge_in=barge_in, turn=turn, vad_stop_secs=vad_stop_secs, greeting=greeting,
                               preemptive=preemptive,
                               vad_start_secs=vad_start_secs,

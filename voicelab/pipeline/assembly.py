@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+from pipecat.audio.vad.vad_analyzer import VADAnalyzer
 from pipecat.frames.frames import CancelFrame, EndFrame
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
@@ -50,7 +51,9 @@ from voicelab.pipeline.speculative_tts import SpeculativePiperTTSService
 from voicelab.pipeline.stt_pocketsphinx import PocketsphinxSTTService, TranscriptSTTService
 from voicelab.pipeline.stt_whisper import SharedRecognizer, WhisperSTTService, load_recognizer
 from voicelab.pipeline.tts_piper import PiperTTSService
+from voicelab.pipeline.turn_models import TurnModels
 from voicelab.pipeline.turns import turn_strategies, vad_analyzer
+from voicelab.pipeline.vad_pausing import PausingReportVAD
 from voicelab.pipeline.watchdog import Limits, SttFinalWatchdog, WatchedEngine, run_within
 from voicelab.rules.faults import Fault, FaultPlan
 from voicelab.rules.tool_reason import judge
@@ -173,6 +176,14 @@ def make_tool_handler(tool_reason: str, llm: EngineLLMService, log: CallLog,
     return handler
 
 
+def turn_vad(cfg: PipelineConfig, stt: STTService, models: TurnModels | None = None) -> VADAnalyzer:
+    """The user aggregator's VAD; with Whisper it also reports the speech's first silent frame to the recognizer,
+    which starts its final pass then instead of at the confirmed stop (voicelab.pipeline.vad_pausing)."""
+    vad = vad_analyzer(cfg, models)
+    watch = cfg.stt_early_final and isinstance(stt, WhisperSTTService)
+    return PausingReportVAD(vad, stt.speech_pausing) if watch else vad
+
+
 def build_core(cfg: PipelineConfig, log: CallLog, *, engine: EngineLike, voice: Any, vad: Any = None,
                strategies: Any = None, tts_factory: Any = None) -> Core:
     """Context, aggregators, engine service, gate and TTS for one call; the caller adds both ends.
@@ -251,7 +262,7 @@ async def run_call(fixture: Fixture, cfg: PipelineConfig, res: Resources, call_i
         tts_factory = faulty_tts_factory(plan, tts_factory)
     # calls played at once share the voice: espeak-ng (Piper's phonemizer) is process-global, one thread at a time
     core = build_core(cfg, log, engine=watched, voice=serialized(res.voice), tts_factory=tts_factory,
-                      strategies=turn_strategies(cfg, decision=res.decision, log=log))
+                      strategies=turn_strategies(cfg, decision=res.decision, log=log), vad=turn_vad(cfg, stt))
     if isinstance(core.tts, PiperTTSService):
         core.tts.step_limit_s = limits.tts_chunk_s
     context, tools = core.context, core.tools

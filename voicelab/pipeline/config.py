@@ -52,6 +52,8 @@ class PipelineConfig:
     policy: str = "pinned"
     shaper: ShaperParams = field(default_factory=ShaperParams)
     stt: str = "whisper"  # STT_CHOICES
+    # Whisper's final pass starts at the VAD's first silent frame, not at its confirmed stop (voicelab.speech.streaming)
+    stt_early_final: bool = True
     stt_beam: int = 1  # Whisper's beam size; 1 (greedy) by measurement (voicelab/speech/whisper.py)
     vad: str = "silero"  # or "webrtc"
     vad_start_secs: float = 0.2

@@ -22,6 +22,10 @@ is open the utterance spans the pauses: each VAD stop transcribes the turn so fa
 beyond those already sent, found by aligning the two readings (`unsent_words`; the aggregator appends
 transcripts).
 
+The final pass starts at the VAD's first silent frame, not at its confirmed stop `stop_secs` later: the user
+aggregator's VAD is wrapped in `voicelab.pipeline.vad_pausing.PausingReportVAD`, which calls `speech_pausing`
+here (the stream's early final, `voicelab.speech.streaming`).
+
 Every transcript frame carries the recogniser's own confidence in its words (`SttConfidence`, in the frame's
 `result`, the field pipecat keeps for an STT service's raw result): the turn-end rule judges the words only when
 Whisper's own decode-failure test passes (`engines.turn_policy.words_reliable`).
@@ -180,6 +184,15 @@ class WhisperSTTService(STTService):
         pre = self._preroll.tail(self._preroll_s + frame.start_secs) if self._preroll is not None else []
         if pre:
             self._stream.feed(self._pcm(b"".join(pre)))
+
+    def speech_pausing(self, pausing: bool) -> None:
+        """The VAD's speech seems to stop (True) or goes on after all (False), before its stop is confirmed."""
+        if not self._in_utt:
+            return
+        if pausing:
+            self._stream.speech_pausing()
+        else:
+            self._stream.speech_resumed()
 
     async def _handle_vad_user_stopped_speaking(self, frame: VADUserStoppedSpeakingFrame) -> None:
         await super()._handle_vad_user_stopped_speaking(frame)

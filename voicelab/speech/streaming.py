@@ -7,6 +7,13 @@ would only slow the first). `finish()` (end of speech) starts the final pass ove
 returns a future; if the pass in flight (or the last one done) already covers all the audio, that pass
 *is* the final and no new pass runs. `partial` is the latest partial at any moment, at no cost.
 
+The early final: a VAD confirms the end of speech only after `stop_secs` of silence (0.12 s here), and the
+final pass then costs ~100-200 ms more on the critical path. `speech_pausing()` (the VAD's first silent
+frame) starts that pass at once over the audio so far; `speech_resumed()` (speech again before the VAD
+confirmed the stop) drops it; `finish()` takes it as the final when no pass covers more. What it leaves
+out is only audio the VAD judged silent, so the words are the same and the pass lands up to `stop_secs`
+sooner.
+
 Callbacks (`on_partial`, `on_final`) run in the worker thread; an asyncio caller hands them to its loop
 with `loop.call_soon_threadsafe`. Results of an utterance that `start()` has since replaced are dropped.
 """
@@ -49,6 +56,7 @@ class StreamingWhisper:
         self._last_pass_n = 0  # samples covered by the latest pass started
         self._last_done: tuple[int, Transcript] | None = None
         self._final: Future[Transcript] | None = None
+        self._early: tuple[int, Future[Transcript]] | None = None  # (samples covered, pass) at the speech's pause
         self.partial: Transcript | None = None
         self.passes = 0  # passes started in this utterance
         # partial passes on or off: off when nobody reads them, so the final pass never queues behind one
@@ -63,6 +71,7 @@ class StreamingWhisper:
             self._utt += 1
             self._chunks, self._n = [], 0
             self._in_flight, self._last_done, self._final = None, None, None
+            self._early = None
             self._last_pass_n = 0
             self.partial = None
             self.passes = 0
@@ -72,6 +81,30 @@ class StreamingWhisper:
         same utterance, and the next `finish()` transcribes all of it."""
         with self._lock:
             self._final = None
+            self._early = None
+
+    def speech_pausing(self) -> None:
+        """The speech seems to have stopped (the VAD's first silent frame, before its stop window): start the
+        pass over the audio so far that `finish()` takes as the final unless `speech_resumed()` comes first."""
+        with self._lock:
+            if self._final is not None or self._early is not None or self._n == 0:
+                return
+            if self._in_flight is not None and self._in_flight[0] == self._n:
+                self._early = self._in_flight  # the partial under way already covers it
+            elif self._last_done is not None and self._last_done[0] == self._n:
+                done: Future[Transcript] = Future()
+                done.set_result(self._last_done[1])
+                self._early = (self._n, done)  # so does the last one done
+            else:
+                self._early = (self._n, self._start_pass())
+
+    def speech_resumed(self) -> None:
+        """Speech again before the VAD confirmed the stop: the early pass is not the final."""
+        with self._lock:
+            own = self._early is not None and (self._in_flight is None or self._early[1] is not self._in_flight[1])
+            if own and self._early is not None:
+                self._early[1].cancel()  # still queued behind another pass: it never runs
+            self._early = None
 
     def feed(self, chunk: np.ndarray) -> None:
         """Append float32 16 kHz samples (int16 accepted) and start a partial pass if one is due."""
@@ -83,7 +116,7 @@ class StreamingWhisper:
             self._chunks.append(a.reshape(-1))
             self._n += a.size
             due = self._n >= self._min and self._n - self._last_pass_n >= self._every
-            if due and self._in_flight is None and self.partials:
+            if due and self._in_flight is None and self._early is None and self.partials:
                 self._submit(final=False)
 
     def finish(self) -> Future[Transcript]:
@@ -98,6 +131,8 @@ class StreamingWhisper:
                 done.set_result(self._last_done[1])
                 self._final = done
                 self._notify_final(self._last_done[1])
+            elif self._early is not None and not self._early[1].cancelled():
+                self._final = self._chain_final(self._early[1], notify=True)
             else:
                 self._final = self._submit(final=True)
             return self._final
@@ -111,22 +146,27 @@ class StreamingWhisper:
 
     # ---- worker side ----------------------------------------------------------------------------
 
-    def _submit(self, *, final: bool) -> Future[Transcript]:
-        # called with the lock held
+    def _start_pass(self) -> Future[Transcript]:
+        # called with the lock held: a pass over all the audio so far
         audio = np.concatenate(self._chunks) if self._chunks else np.zeros(0, np.float32)
         self._chunks = [audio]
-        n, utt = self._n, self._utt
-        fut = self._pool.submit(self._rec.transcribe, audio)
         self.passes += 1
-        self._last_pass_n = n
+        self._last_pass_n = self._n
+        return self._pool.submit(self._rec.transcribe, audio)
+
+    def _submit(self, *, final: bool) -> Future[Transcript]:
+        # called with the lock held
+        n, utt = self._n, self._utt
+        fut = self._start_pass()
         if not final:
             self._in_flight = (n, fut)
         fut.add_done_callback(lambda f: self._landed(f, n, utt, final))
         return fut
 
-    def _chain_final(self, fut: Future[Transcript]) -> Future[Transcript]:
-        # the pass in flight covers all the audio: its result is the final
+    def _chain_final(self, fut: Future[Transcript], *, notify: bool = False) -> Future[Transcript]:
+        # the pass in flight (or the early one) covers all the audio: its result is the final
         out: Future[Transcript] = Future()
+        utt = self._utt
 
         def relay(f: Future[Transcript]) -> None:
             if f.cancelled():
@@ -135,6 +175,8 @@ class StreamingWhisper:
                 out.set_exception(f.exception())  # type: ignore[arg-type]
             else:
                 out.set_result(f.result())
+                if notify and utt == self._utt:
+                    self._notify_final(f.result())
 
         fut.add_done_callback(relay)
         return out
@@ -156,7 +198,7 @@ class StreamingWhisper:
                 self._in_flight = None
                 self.partial = t
                 notify_final = self._final is not None and n == self._n  # this partial became the final
-                if self._final is None and self._n - n >= self._every:
+                if self._final is None and self._early is None and self._n - n >= self._every:
                     self._submit(final=False)  # audio came in during the pass: the next one is due
         if final or notify_final:
             self._notify_final(t)

@@ -57,7 +57,7 @@ from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import Event, EventKind
 from voicelab.measure.playout import PlayoutLedger
 from voicelab.measure.recording import Track
-from voicelab.pipeline.assembly import build_core, stt_service
+from voicelab.pipeline.assembly import build_core, stt_service, turn_vad
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.pipeline.frames import PlayoutMarkFrame, PlayoutPauseFrame, PlayoutResumeFrame, SnapshotFrame
 from voicelab.pipeline.llm_service import EngineLLMService
@@ -67,7 +67,7 @@ from voicelab.pipeline.shared_voice import SerializedVoice
 from voicelab.pipeline.stt_whisper import SharedRecognizer, load_recognizer
 from voicelab.pipeline.tts_piper import PiperTTSService, load_voice
 from voicelab.pipeline.turn_models import TurnModels
-from voicelab.pipeline.turns import turn_strategies, vad_analyzer
+from voicelab.pipeline.turns import turn_strategies
 from voicelab.pipeline.watchdog import Limits, WatchedEngine
 from voicelab.web.live import CanvasView, live_latency
 from voicelab.web.live_output import PausableWebRTCTransport
@@ -346,7 +346,7 @@ async def build_live_pipeline(session: Session, transport: Any) -> Any:
     # a thread, so other sessions' audio keeps flowing meanwhile
     models = session.pool.turn_models
     vad, strategies = await asyncio.to_thread(
-        lambda: (vad_analyzer(cfg, models), turn_strategies(cfg, decision=session.pool.decision, log=log,
+        lambda: (turn_vad(cfg, stt, models), turn_strategies(cfg, decision=session.pool.decision, log=log,
                                                             models=models)))
     # the watchdogs of `run_call` (voicelab.pipeline.watchdog): a stalled engine or TTS ends the reply, not
     # the session
