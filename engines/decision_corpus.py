@@ -18,6 +18,15 @@ digits said as words) and `transcript_norm.normalize`, so the model holds on imp
 transcripts. The last word is never touched: it is what decides a cut-off. The held-out split
 uses other seeds and also draws from templates the training split never sees (`novel` marks them).
 
+Misheard endings (`last_word_slip`, off by default and off for the shipped model): a recogniser often
+garbles exactly the last word of a complete turn ("or where is the sharp", "great on cue"), and a model
+that has only seen clean endings calls such a turn cut off. With probability `last_word_slip` a complete
+turn's last word is replaced by one of its sound-alikes (`engines.asr_noise.SOUND_ALIKE`) or by the last
+word of another complete sentence, never by a word after which a sentence cannot end (`CUT_WORDS`).
+Tried and not shipped (README, turn-taking): this corpus's cut-offs all end on a `CUT_WORD`, so with
+slips the model learns "any other last word: complete" and calls real cut-offs complete ("and so my
+fellow americans", "go forward"), although its held-out figures improve.
+
     python -m engines.decision_corpus --n 20 --seed 0
 """
 
@@ -30,6 +39,7 @@ from dataclasses import asdict, dataclass
 
 from engines import business as B
 from engines import corpus
+from engines.asr_noise import SOUND_ALIKE
 from engines.transcript_norm import normalize
 
 TASKS = ("turn_complete", "interruption")
@@ -404,10 +414,37 @@ def add_noise(r: random.Random, text: str) -> str:
     return " ".join(out + [last])
 
 
-def _item(r: random.Random, task: str, split: str) -> Utterance:
+def misheard_ending(r: random.Random, text: str) -> str:
+    """`text` with its last word misheard: a sound-alike, else the last word of another complete sentence; the
+    new ending is never one of `CUT_WORDS` (module doc)."""
+    w = text.split()
+    if not w or _numeric(w[-1]):
+        return text  # how many digits were said decides whether a number is finished: never touched
+
+    def ok(end: str) -> bool:
+        return end not in CUT_WORDS and not _numeric(end)
+
+    alikes = [a for a in SOUND_ALIKE.get(w[-1], ()) if ok(a.split()[-1])]
+    if alikes and r.random() < 0.5:
+        return " ".join(w[:-1] + [r.choice(alikes)])
+    for _ in range(10):
+        other = normalize(_complete(r, "train")[0]).split()
+        if other and ok(other[-1]) and other[-1] != w[-1]:
+            return " ".join(w[:-1] + [other[-1]])
+    return text
+
+
+def _numeric(word: str) -> bool:
+    return word.isdigit() or word in _NUM_WORDS or word == "oh"
+
+
+def _item(r: random.Random, task: str, split: str, last_word_slip: float = 0.0) -> Utterance:
     if task == "turn_complete":
         answer = r.random() < 0.5
         text, kind, ctx, novel = (_complete if answer else _incomplete)(r, split)
+        if answer and len(text.split()) > 1 and r.random() < last_word_slip:
+            slipped = misheard_ending(r, normalize(text))
+            text, kind = (slipped, "misheard_ending") if slipped != normalize(text) else (text, kind)
     else:
         answer = r.random() < 0.5
         text, kind, novel = (_interrupt if answer else _not_interrupt)(r, split)
@@ -417,15 +454,19 @@ def _item(r: random.Random, task: str, split: str) -> Utterance:
     return Utterance(task, noisy, answer, kind, normalize(ctx), novel)
 
 
-def generate(n: int, seed: int, split: str = "train", tasks: tuple[str, ...] = TASKS) -> list[Utterance]:
-    """n labelled utterances, reproducible from the seed, tasks taking turns."""
+def generate(n: int, seed: int, split: str = "train", tasks: tuple[str, ...] = TASKS,
+             last_word_slip: float = 0.0) -> list[Utterance]:
+    """n labelled utterances, reproducible from the seed, tasks taking turns; `last_word_slip`: the share of
+    complete turns whose last word is misheard (module doc)."""
+    if not 0.0 <= last_word_slip <= 1.0:
+        raise ValueError(f"last_word_slip {last_word_slip}: expected a share in [0, 1]")
     if split not in SPLITS:
         raise ValueError(f"split {split!r}: expected one of {SPLITS}")
     bad = [t for t in tasks if t not in TASKS]
     if bad:
         raise ValueError(f"task {bad[0]!r}: expected one of {TASKS}")
     r = random.Random(seed)
-    return [_item(r, tasks[i % len(tasks)], split) for i in range(n)]
+    return [_item(r, tasks[i % len(tasks)], split, last_word_slip) for i in range(n)]
 
 
 def main() -> None:

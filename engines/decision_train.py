@@ -69,6 +69,10 @@ class DecisionTrainConfig:
     seed: int = 0
     threads: int = 1
     latency_n: int = 300
+    # the typed questions the model learns (comma-separated); the turn model learns turn_complete alone
+    tasks: str = "turn_complete,interruption"
+    # share of complete turns whose last word is misheard (engines.decision_corpus, module doc)
+    last_word_slip: float = 0.0
 
 
 def train(model: LLaDAModel, prompts: list[list[int]], labels: list[bool], cfg: DecisionTrainConfig,
@@ -119,7 +123,8 @@ def evaluate(dm: DecisionModel, heldout: list[dc.Utterance], train_texts: set[tu
     pairs = list(zip(p, heldout, strict=True))
     ok = [(pi >= 0.5) == u.answer for pi, u in pairs]
     res: dict = {"n": len(heldout), "tasks": {}}
-    for task in dc.TASKS:
+    tasks = [t for t in dc.TASKS if any(u.task == t for u in heldout)]
+    for task in tasks:
         rows = [(o, u, pi) for o, (pi, u) in zip(ok, pairs, strict=True) if u.task == task]
         kinds = sorted({u.kind for _, u, _ in rows})
         res["tasks"][task] = {
@@ -139,7 +144,8 @@ def evaluate(dm: DecisionModel, heldout: list[dc.Utterance], train_texts: set[tu
     res["false_interruption_rate_on_backchannels_and_noise"] = _rate(bc)
     miss = [(pi < 0.5) for pi, u in pairs if u.task == "interruption" and u.answer]
     res["missed_interruption_rate"] = _rate(miss)
-    res["fixed"] = [{"task": t, "text": x, "expected": e, "p_yes": round(dm.ask(t, x).p_yes, 4)} for t, x, e in FIXED]
+    res["fixed"] = [{"task": t, "text": x, "expected": e, "p_yes": round(dm.ask(t, x).p_yes, 4)}
+                    for t, x, e in FIXED if t in tasks]
     # latency of one live judgement (batch 1), as the pipeline will call it
     for u in heldout[:20]:
         dm.ask(u.task, u.text, u.context or None)  # warm-up
@@ -157,10 +163,14 @@ def main(argv: list[str] | None = None) -> None:
         ap.add_argument(f"--{f.replace('_', '-')}", type=type(v), default=v)
     a = ap.parse_args(argv)
     cfg = DecisionTrainConfig(**{f: getattr(a, f) for f in asdict(DecisionTrainConfig())})
+    tasks = tuple(t.strip() for t in cfg.tasks.split(",") if t.strip())
+    if not tasks or any(t not in dc.TASKS for t in tasks):
+        ap.error(f"--tasks {cfg.tasks!r}: expected a comma-separated subset of {', '.join(dc.TASKS)}")
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(cfg.threads)
-    train_set = dc.generate(cfg.n_train, cfg.train_seed, "train")
-    heldout = dc.generate(cfg.n_heldout, cfg.heldout_seed, "heldout")
+    train_set = dc.generate(cfg.n_train, cfg.train_seed, "train", tasks, cfg.last_word_slip)
+    # held out as the shipped model's figures were measured (no slips), so the two compare
+    heldout = dc.generate(cfg.n_heldout, cfg.heldout_seed, "heldout", tasks)
     tok = train_tiny([u.text for u in train_set] + [u.context for u in train_set if u.context], cfg.vocab_size)
     add_decision_tokens(tok)
     limits = PromptLimits(cfg.max_text_tokens, cfg.max_context_tokens)
@@ -176,19 +186,26 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.monotonic()
     steps = train(model, prompts, labels, cfg, answer_ids(tok), tok.tok.token_to_id("<|pad|>"), log)
     train_s = time.monotonic() - t0
-    extra = {"voicelab": {"decision": {"tasks": list(dc.TASKS), "max_text_tokens": cfg.max_text_tokens,
+    extra = {"voicelab": {"decision": {"tasks": list(tasks), "max_text_tokens": cfg.max_text_tokens,
                                        "max_context_tokens": cfg.max_context_tokens}}}
     save(model, tok, a.out, extra_config=extra)
     # evaluate the shipped (bf16-rounded) weights, exactly as load_decision_model gives them
     dm = load_decision_model(a.out)
     result = evaluate(dm, heldout, {(u.task, u.text) for u in train_set}, cfg.latency_n)
+    if "turn_complete" in tasks:  # complete turns with a misheard last word, held out (every one slipped)
+        slipped = [u for u in dc.generate(cfg.n_heldout, cfg.heldout_seed + 1, "heldout", ("turn_complete",), 1.0)
+                   if u.kind == "misheard_ending"]
+        ps = dm.p_yes_batch([(u.task, u.text, u.context or None) for u in slipped])
+        result["accuracy_on_misheard_endings"] = _rate([p >= 0.5 for p in ps])
+        result["n_misheard_endings"] = len(slipped)
     result["command"] = "python -m engines.decision_train " + " ".join(argv if argv is not None else sys.argv[1:])
     (a.out / "eval.json").write_text(json.dumps(result, indent=1) + "\n")
     meta = {"train_config": asdict(cfg), "params": model.num_params(), "steps_done": steps,
             "train_s": round(train_s, 1), "torch": torch.__version__, "log": log}
     (a.out / "train_log.json").write_text(json.dumps(meta, indent=1) + "\n")
-    print(json.dumps({k: result[k] for k in ("false_complete_rate_on_cut_offs", "latency_ms")}
-                     | {t: result["tasks"][t]["accuracy"] for t in dc.TASKS}))
+    print(json.dumps({k: result.get(k) for k in ("false_complete_rate_on_cut_offs", "accuracy_on_misheard_endings",
+                                                  "latency_ms")}
+                     | {t: result["tasks"][t]["accuracy"] for t in tasks}))
 
 
 if __name__ == "__main__":

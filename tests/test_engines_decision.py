@@ -175,6 +175,15 @@ def test_training_entry_point_writes_a_loadable_model(tmp_path: Path) -> None:
     assert ev["n"] == 100 and ev["latency_ms"]["n"] == 20
     assert json.loads((tmp_path / "train_log.json").read_text())["steps_done"] == 20
     assert 0.5 <= load_decision_model(tmp_path).ask("interruption", "mm hmm").confidence <= 1.0
+    # one task, with misheard endings: the eval says how such endings are judged
+    one = tmp_path / "turn"
+    main(["--out", str(one), "--steps", "20", "--n-train", "600", "--n-heldout", "100", "--latency-n", "20",
+          "--d-model", "64", "--n-layers", "1", "--mlp-hidden-size", "128", "--vocab-size", "400",
+          "--tasks", "turn_complete", "--last-word-slip", "0.2"])
+    ev = json.loads((one / "eval.json").read_text())
+    assert set(ev["tasks"]) == {"turn_complete"} and ev["n_misheard_endings"] > 0
+    assert 0.0 <= ev["accuracy_on_misheard_endings"] <= 1.0
+    assert json.loads((one / "config.json").read_text())["voicelab"]["decision"]["tasks"] == ["turn_complete"]
 
 
 # --- turn-end policy --------------------------------------------------------------------------
@@ -253,3 +262,16 @@ def test_pause_rules() -> None:
     assert decide_interruption("blah", None, th.max_hold_ms, True).action is PauseAction.STOP
     with pytest.raises(ValueError, match="settle <= resume"):
         PauseThresholds(settle_ms=700)
+
+
+# --- misheard endings (engines.decision_corpus `last_word_slip`: a training option, not shipped) ---
+
+def test_misheard_endings_never_end_on_a_cut_word_or_a_digit() -> None:
+    items = dc.generate(3000, 3, tasks=("turn_complete",), last_word_slip=1.0)
+    slipped = [u for u in items if u.kind == "misheard_ending"]
+    assert len(slipped) > 500 and all(u.answer for u in slipped)
+    assert not any(u.text.split()[-1] in dc.CUT_WORDS or u.text.split()[-1].isdigit() for u in slipped)
+    assert dc.generate(300, 3, last_word_slip=0.5) == dc.generate(300, 3, last_word_slip=0.5)
+    assert not any(u.kind == "misheard_ending" for u in dc.generate(2000, 3))  # off by default
+    with pytest.raises(ValueError, match="last_word_slip"):
+        dc.generate(1, 0, last_word_slip=1.5)
