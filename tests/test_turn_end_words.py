@@ -106,15 +106,16 @@ class FakeDecision:
 
 
 async def _turn(stretches: list[tuple[float, str, Any]], audio_p: float = 0.886,
-                wait_s: float = 2.0, th: TurnThresholds = TH) -> tuple[dict[str, Any], float, FakeDecision]:
+                wait_s: float = 2.0, th: TurnThresholds = TH, tick_ms: float = 5.0,
+                text_p: float = 0.04) -> tuple[dict[str, Any], float, FakeDecision]:
     """Speak the stretches (pause before each, words, the frame's `result`); the turn_decision payload and the
     silence after the last stretch at which the turn ended."""
     loop = asyncio.get_running_loop()
     tm = TaskManager()
     tm.setup(TaskManagerParams(loop=loop))
-    log, decision = CallLog("c"), FakeDecision()
+    log, decision = CallLog("c"), FakeDecision(text_p)
     strategy = DecidingTurnStopStrategy(analyzer=FakeSmartTurn(audio_p), decision=decision,  # type: ignore[arg-type]
-                                        log=log, thresholds=th, tick_ms=5.0)
+                                        log=log, thresholds=th, tick_ms=tick_ms)
     await strategy.setup(FrameProcessorSetup(clock=SystemClock(), task_manager=tm, pipeline_worker=None,  # type: ignore[arg-type]
                                              audio_in_sample_rate=16000))
     stopped = asyncio.Event()
@@ -176,3 +177,11 @@ async def test_a_resumed_pause_still_sets_the_least_wait_on_the_audio_alone() ->
     assert row["resumed_pause_ms"] >= 240
     assert row["required_ms"] == pytest.approx(row["resumed_pause_ms"], abs=0.2)
     assert ended_ms >= 240
+
+
+async def test_the_turn_ends_when_the_silence_is_enough_not_at_the_next_tick() -> None:
+    """Both sources say complete: the turn ends at the floor (200 ms), not at a coarse tick after it."""
+    th = TurnThresholds()
+    row, ended_ms, _ = await _turn([(0.0, "what time do you open", RELIABLE)], th=th, text_p=0.97, tick_ms=1000.0)
+    assert row["required_ms"] == th.floor_ms and row["reason"] == "audio and text agree: complete"
+    assert th.floor_ms <= ended_ms < th.floor_ms + 60  # a 1 s tick would have ended it at 1000 ms

@@ -3,8 +3,9 @@ caller's silence grows.
 
 A pipecat user-turn stop strategy. While the caller speaks it feeds smart-turn v3 the audio; at the VAD's
 stop it asks smart-turn once for P(complete) from the audio and the decision model for P(complete) from the
-words recognised so far (again whenever a newer transcript arrives). Every `tick_ms` it hands both, with
-the silence so far, to the pure rule `engines.turn_policy.decide_turn`, whose documented thresholds say how
+words recognised so far (again whenever a newer transcript arrives). Every `tick_ms`, and at the very
+moment the silence reaches what the current scores need (a tick alone would end a turn up to `tick_ms`
+late: 25 ms on average), it hands both, with the silence so far, to the pure rule `engines.turn_policy.decide_turn`, whose documented thresholds say how
 much silence those scores need (200 ms when both say complete, up to 2.5 s when neither does; a wait
 above the floor lasts at least the longest pause the caller already went on after in this turn). The
 silence counts from the caller's estimated speech end: the VAD stop minus its `stop_secs`; every wait
@@ -83,6 +84,7 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
         self._scored_conf: Any = None  # ... in the words `_text_p` was scored on
         self._stretch_final = False  # a final transcript landed since the last VAD stop
         self._wake = asyncio.Event()  # a transcript landed: decide now rather than at the next tick
+        self._due_s: float | None = None  # seconds until the silence reaches what the current scores need
         self._final_wait_s = final_wait_s
         self._task: asyncio.Task[None] | None = None
         self._preemptive = preemptive
@@ -171,12 +173,14 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
         self._audio_p = float(p) if p is not None else None
         while not self._speaking:
             self._wake.clear()
+            self._due_s = None
             if self._stretch_final or time.monotonic() - stopped >= self._final_wait_s:
                 await self._score_text()
                 if await self._verdict():
                     return
+            wait = self._tick_s if self._due_s is None else min(self._tick_s, max(0.001, self._due_s))
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._tick_s)
+                await asyncio.wait_for(self._wake.wait(), wait)
 
     async def _verdict(self) -> bool:
         """Apply the rule to the silence so far; True once the turn was ended."""
@@ -191,6 +195,8 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
             # speech that resumes is seen only `start_secs` later (the VAD waits for that much of it):
             # a wait meant to outlast a pause must outlast the pause plus that lag
             need += self._start_secs * 1000.0
+        # a final in: the verdict is due when the silence reaches `need` (else only a transcript can decide)
+        self._due_s = (need - silence_ms) / 1000.0 if self._final else None
         if silence_ms < need or not self._final:
             return False
         if self._log is not None:
