@@ -10,7 +10,7 @@ hypotheses ranked by length-normalised score, it prefers text to an early end: i
 sentences ("where is the shop where is the shop", "bye bye") and writes words into breaths and
 coughs ("thank you"); mean WER 30.7 % -> 37.6 % on the 114 bundled turns (6.5 % against 8.1 % on the
 9 real ones), ~25 ms more per pass. Beam only where greedy fails Whisper's decode-failure test, or
-with `no_repeat_ngram_size` 3, did not beat greedy either (35–36 %).
+with `no_repeat_ngram_size` 3, did not beat greedy either (a one-off trial, not kept as a benchmark).
 
 Why it calls CTranslate2 itself instead of `faster_whisper.WhisperModel.transcribe`: faster-whisper
 pads every window's features to 3000 frames (30 s, `pad_or_trim`) whatever `chunk_length` says, and
