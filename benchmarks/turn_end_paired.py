@@ -5,7 +5,8 @@ turns (those where smart-turn and the decision model agree, ending at the rule's
 0.8-2.8 s), and which group a turn falls in moves with the recogniser's reading from run to run. A change
 that only moves the agreeing turns (the early final, the verdict at the required silence) is measured here on
 the turns that ended on agreement in every run given: the turn end (`turn_end` event) minus the caller's true
-end of speech, averaged per turn over the runs of each side, B - A with a seeded bootstrap 95 % interval.
+end of speech, averaged per turn over the runs of each side, B - A with the paired bootstrap 95 % interval
+that `voicelab compare` uses (`voicelab.measure.intervals.diff_interval`).
 
     .venv/bin/python benchmarks/turn_end_paired.py --a RUN [RUN ...] --b RUN [RUN ...]
 """
@@ -22,6 +23,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from voicelab.analysis import AnalysisError, load_run  # noqa: E402
+from voicelab.measure.intervals import diff_interval, mean_stat  # noqa: E402
 
 AGREE = "audio and text agree"
 
@@ -53,14 +55,11 @@ def main() -> None:
     agree = sorted(k for k in keys if all(x[k][1] for x in side_a + side_b))
     if not agree:
         sys.exit("no turn ended on agreement in every run")
-    ma = np.array([np.mean([x[k][0] for x in side_a]) for k in agree])
-    mb = np.array([np.mean([x[k][0] for x in side_b]) for k in agree])
-    d = mb - ma
-    rng = np.random.default_rng(a.seed)
-    boot = [float(np.mean(rng.choice(d, d.size))) for _ in range(2000)]
-    res = {"turns": len(agree), "a_mean_ms": round(float(ma.mean()), 1), "b_mean_ms": round(float(mb.mean()), 1),
-           "b_minus_a_ms": round(float(d.mean()), 1),
-           "ci95_ms": [round(float(np.percentile(boot, 2.5)), 1), round(float(np.percentile(boot, 97.5)), 1)]}
+    ma = [float(np.mean([x[k][0] for x in side_a])) for k in agree]
+    mb = [float(np.mean([x[k][0] for x in side_b])) for k in agree]
+    d = diff_interval(ma, mb, mean_stat, paired=True, seed=a.seed)
+    res = {"turns": len(agree), "a_mean_ms": round(d.a or 0.0, 1), "b_mean_ms": round(d.b or 0.0, 1),
+           "b_minus_a_ms": round(d.diff or 0.0, 1), "ci95_ms": None if d.ci is None else [round(c, 1) for c in d.ci]}
     print(f"{res['turns']} turns ended on agreement in every run: turn end {res['a_mean_ms']} -> {res['b_mean_ms']} ms "
           f"after the caller's true end; B - A {res['b_minus_a_ms']} ms {res['ci95_ms']}")
     print(json.dumps(res))

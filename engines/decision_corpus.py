@@ -443,8 +443,10 @@ def _item(r: random.Random, task: str, split: str, last_word_slip: float = 0.0) 
         answer = r.random() < 0.5
         text, kind, ctx, novel = (_complete if answer else _incomplete)(r, split)
         if answer and len(text.split()) > 1 and r.random() < last_word_slip:
-            slipped = misheard_ending(r, normalize(text))
-            text, kind = (slipped, "misheard_ending") if slipped != normalize(text) else (text, kind)
+            clean = normalize(text)
+            slipped = misheard_ending(r, clean)
+            if slipped != clean:
+                text, kind = slipped, "misheard_ending"
     else:
         answer = r.random() < 0.5
         text, kind, novel = (_interrupt if answer else _not_interrupt)(r, split)

@@ -136,12 +136,15 @@ def test_results_of_a_replaced_utterance_are_dropped(recognizer: WhisperRecogniz
 
 
 class Counting:
-    """A recognizer that reads back how many samples each pass got."""
+    """A recognizer that reads back how many samples each pass got; `gate` holds passes until set."""
 
-    def __init__(self) -> None:
+    def __init__(self, gate: threading.Event | None = None) -> None:
         self.calls: list[int] = []
+        self.gate = gate
 
     def transcribe(self, audio: np.ndarray) -> Transcript:
+        if self.gate is not None:
+            self.gate.wait(timeout=5)
         self.calls.append(audio.size)
         return Transcript(text=f"{audio.size} samples", ms=0.0, audio_s=audio.size / 16000)
 
@@ -177,3 +180,67 @@ def test_partials_off_leave_the_worker_free_for_the_final() -> None:
     stream.finish().result(timeout=5)
     assert stream.passes >= 2
     stream.close()
+
+
+# ---- the early final: the pass started at the VAD's first silent frame ---------------------------------------
+
+def silence(n: int) -> np.ndarray:
+    return np.zeros(n, dtype=np.float32)
+
+
+def test_the_pass_started_at_the_pause_is_the_final() -> None:
+    rec, finals = Counting(), []
+    stream = StreamingWhisper(rec, partial_every_s=10.0, on_final=finals.append)
+    stream.start()
+    stream.feed(silence(16000))
+    stream.speech_pausing()  # the VAD's first silent frame: the pass starts now, over the 16000 samples
+    stream.feed(silence(1920))  # the VAD's stop window (0.12 s) goes on arriving
+    final = stream.finish().result(timeout=5)
+    assert final.text == "16000 samples" and rec.calls == [16000] and stream.passes == 1
+    stream.close()
+    assert [f.text for f in finals] == ["16000 samples"]  # told once
+
+
+def test_speech_after_the_pause_drops_the_early_pass() -> None:
+    gate = threading.Event()
+    rec = Counting(gate)
+    stream = StreamingWhisper(rec, partial_every_s=10.0)
+    stream.start()
+    stream.feed(silence(8000))
+    stream.speech_pausing()
+    stream.speech_resumed()  # the caller went on: whatever the early pass says, it is not the final
+    stream.feed(silence(8000))
+    pending = stream.finish()
+    gate.set()
+    assert pending.result(timeout=5).text == "16000 samples"
+    stream.close()
+    assert rec.calls[-1] == 16000
+
+
+def test_a_second_pause_starts_one_pass_and_nothing_without_audio() -> None:
+    rec = Counting()
+    stream = StreamingWhisper(rec, partial_every_s=10.0)
+    stream.start()
+    stream.speech_pausing()  # no audio yet: nothing to transcribe
+    assert stream.passes == 0
+    stream.feed(silence(4000))
+    stream.speech_pausing()
+    stream.speech_pausing()  # reported twice: still one pass
+    assert stream.passes == 1
+    assert stream.finish().result(timeout=5).text == "4000 samples"
+    stream.close()
+
+
+def test_no_partial_pass_queues_behind_the_early_final() -> None:
+    rec = Counting()
+    stream = StreamingWhisper(rec, partial_every_s=0.1)
+    stream.partials = True
+    stream.start()
+    stream.feed(silence(4800))  # 0.3 s: one partial pass is due and runs
+    stream.speech_pausing()
+    for _ in range(5):  # the stop window: partials would be due every 0.1 s
+        stream.feed(silence(1600))
+    final = stream.finish().result(timeout=5)
+    stream.close()
+    assert final.audio_s <= 4800 / 16000 + 1e-9
+    assert rec.calls == [4800]  # the partial over the same audio is the early pass: no pass ran after it

@@ -111,7 +111,8 @@ def run(
         shaper = ShaperParams(min_words=min_words, max_words=max_words, max_hold_ms=max_hold_ms,
                               first_min_words=first_chunk_words)
         base = PipelineConfig(engine=engine, base_url=base_url, api_key_env=api_key_env, sampler=sampler,
-                              policy=policy, shaper=shaper, stt=stt, stt_beam=stt_beam, stt_early_final=stt_early_final, vad=vad,
+                              policy=policy, shaper=shaper, stt=stt, stt_beam=stt_beam,
+                              stt_early_final=stt_early_final, vad=vad,
                               barge_in=barge_in, turn=turn, vad_stop_secs=vad_stop_secs, greeting=greeting,
                               preemptive=preemptive,
                               vad_start_secs=vad_start_secs,

@@ -5,9 +5,10 @@ A pipecat user-turn stop strategy. While the caller speaks it feeds smart-turn v
 stop it asks smart-turn once for P(complete) from the audio and the decision model for P(complete) from the
 words recognised so far (again whenever a newer transcript arrives). Every `tick_ms`, and at the very
 moment the silence reaches what the current scores need (a tick alone would end a turn up to `tick_ms`
-late: 25 ms on average), it hands both, with the silence so far, to the pure rule `engines.turn_policy.decide_turn`, whose documented thresholds say how
-much silence those scores need (200 ms when both say complete, up to 2.5 s when neither does; a wait
-above the floor lasts at least the longest pause the caller already went on after in this turn). The
+late), it hands both, with the silence so far, to the pure rule `engines.turn_policy.decide_turn`, whose
+documented thresholds say how much silence those scores need (200 ms when both say complete, up to 2.5 s
+when neither does; a wait above the floor lasts at least the longest pause the caller already went on
+after in this turn). The
 silence counts from the caller's estimated speech end: the VAD stop minus its `stop_secs`; every wait
 longer than the floor also covers the VAD's `start_secs`, since resumed speech shows only that late.
 

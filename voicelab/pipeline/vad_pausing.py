@@ -25,10 +25,6 @@ class PausingReportVAD(VADAnalyzer):
         self._last = VADState.QUIET
 
     @property
-    def inner(self) -> VADAnalyzer:
-        return self._inner
-
-    @property
     def sample_rate(self) -> int:
         return self._inner.sample_rate
 

@@ -101,10 +101,9 @@ class StreamingWhisper:
     def speech_resumed(self) -> None:
         """Speech again before the VAD confirmed the stop: the early pass is not the final."""
         with self._lock:
-            own = self._early is not None and (self._in_flight is None or self._early[1] is not self._in_flight[1])
-            if own and self._early is not None:
-                self._early[1].cancel()  # still queued behind another pass: it never runs
-            self._early = None
+            early, self._early = self._early, None
+            if early is not None and (self._in_flight is None or early[1] is not self._in_flight[1]):
+                early[1].cancel()  # its own pass, still queued behind another: it never runs
 
     def feed(self, chunk: np.ndarray) -> None:
         """Append float32 16 kHz samples (int16 accepted) and start a partial pass if one is due."""
