@@ -27,6 +27,13 @@ Tried and not shipped (README, turn-taking): this corpus's cut-offs all end on a
 slips the model learns "any other last word: complete" and calls real cut-offs complete ("and so my
 fellow americans", "go forward"), although its held-out figures improve.
 
+The broad corpus (`broad`, off by default and off for the shipped model; tried and not shipped, README,
+turn-taking) adds cut-offs that end on a content word (a verb before its object: "can you fix"; a modifier
+before its noun: "i want a new"; a subordinate clause alone: "if my bike is ready", complete when a request
+follows it), off-topic requests and unrelated statements as complete turns, more vocatives, and, with
+`last_word_slip`, the same slip on prefaces and clauses (still unfinished). Every generated figure held, but on
+hand-written turns outside the generator (`engines.decision_probe`) the models trained on it did worse.
+
     python -m engines.decision_corpus --n 20 --seed 0
 """
 
@@ -64,6 +71,27 @@ CUT_WORDS: dict[str, str] = {
     **{w: "cut_verb" for w in ("is", "are", "would", "could", "can", "need", "want", "like", "get", "book",
                                "check", "move", "change", "i")},
 }
+
+# Words a sentence can grammatically end on but a caller's turn almost never does when more follows:
+# a verb that needs its object ("can you fix" | "my wheel"), a modifier before its noun ("i want a new" |
+# "chain"). Cut-offs on them end on a content word, as real ones do ("and so my fellow americans" | "ask
+# not..."), so the model cannot learn "a cut-off ends on a function word". Verbs that often stand alone
+# in a caller's turn ("cancel", "order", "look", "take", "cost") are left out: those cuts could be whole turns.
+CONTENT_CUTS: dict[str, str] = {
+    **{w: "cut_transitive" for w in ("sell", "fix", "buy", "bring", "rent", "tell", "give", "put",
+                                     "replace", "pick", "drop", "reserve", "ask", "show")},
+    **{w: "cut_modifier" for w in ("new", "electric", "road", "mountain", "inner", "spare", "front", "rear")},
+}
+# a subordinate clause says why or when; the main clause (the request) is still to come. Alone it is a
+# cut-off ending on whatever word the clause ends on; followed by a request it is a complete turn.
+SUBORDINATORS = (["if", "when", "because", "since", "before", "after", "as soon as", "while", "once", "unless",
+                  "so that", "even though"], ["in case", "whenever", "now that", "although"])
+CLAUSES = (["my bike is ready", "you are open on {day}", "i come in on {day} at {time}", "the chain keeps falling off",
+            "my brakes are squeaking", "i drop it off on {day}", "it is not too busy", "the repair is done",
+            "you have time on {day}", "i cannot make it on {day}", "my order {num} has shipped",
+            "i am in town on {day}", "the weather is nice", "my daughter needs {service}", "i booked {service}",
+            "my back wheel is bent", "you called me earlier"],
+           ["my tyre went flat again", "you are busy on {day}", "the mechanic is free", "i get off work at {time}"])
 
 # the corpus's in-domain requests: whole sentences with known meaning (its off-topic and garbled
 # sentences are left out: whether a garble is a finished turn is not something we can label)
@@ -132,6 +160,10 @@ VOCATIVES = ([
     "my friends", "my dear friends", "my fellow customers", "everyone", "folks", "guys", "ladies and gentlemen",
     "everybody", "my friend", "you guys", "all of you", "people", "mate",
 ], ["dear listeners", "sir", "madam", "my good friends", "team", "colleagues", "boys and girls"])
+# the broad corpus's vocatives: "my fellow X", "dear X" with other nouns
+VOCATIVES_BROAD = (VOCATIVES[0] + ["my fellow cyclists", "my fellow riders", "my fellow citizens", "dear neighbours",
+                                   "my fellow members", "dear parents"],
+                   VOCATIVES[1][:1] + ["my fellow workers", "dear students"] + VOCATIVES[1][1:])
 BOT_QUESTIONS = (
     "what name should i put it under?", "is that right?", "can i help with anything else?",
     "shall i book that for you?", "what is your phone number?", "what is your order number?",
@@ -195,14 +227,14 @@ def _corpus_turn(r: random.Random) -> tuple[str, str]:
     return e.messages[-1]["content"], ctx
 
 
-def _preface(r: random.Random, split: str) -> tuple[str, bool]:
+def _preface(r: random.Random, split: str, broad: bool = False) -> tuple[str, bool]:
     """An opener alone, with a vocative after (or before) it, or a vocative alone; maybe a hesitation."""
     o, novel = _pick(r, PREFACES, split)
     roll = r.random()
     if roll < 0.4:
         text = o
     else:
-        v, novel_v = _pick(r, VOCATIVES, split)
+        v, novel_v = _pick(r, VOCATIVES_BROAD if broad else VOCATIVES, split)
         novel = novel or novel_v
         text = f"{o} {v}" if roll < 0.85 else f"{v} {o}" if roll < 0.93 else v
         if roll >= 0.93:
@@ -212,18 +244,29 @@ def _preface(r: random.Random, split: str) -> tuple[str, bool]:
     return text, novel
 
 
-def _complete(r: random.Random, split: str) -> tuple[str, str, str, bool]:
+def _clause(r: random.Random, split: str) -> tuple[str, bool]:
+    """A subordinate clause alone ("if my bike is ready"): the request it leads to is still to come."""
+    sub, novel_s = _pick(r, SUBORDINATORS, split)
+    clause, novel_c = _pick(r, CLAUSES, split)
+    return f"{sub} {_fill(r, clause, split)}", novel_s or novel_c
+
+
+def _complete(r: random.Random, split: str, broad: bool = False) -> tuple[str, str, str, bool]:
     """(text, kind, context, novel) of a complete turn."""
     roll = r.random()
     if roll < 0.3:
         text, ctx = _corpus_turn(r)
         return text, "request", ctx, False
     if roll < 0.47:
+        if broad and r.random() < 0.4:
+            # what else callers say (off-topic requests, unrelated statements): whole sentences beyond the
+            # shop's, so that "complete" is learnt from sentence structure, not from the shop's vocabulary
+            return (corpus._off_topic(r) if r.random() < 0.5 else corpus._unrelated(r)), "off_topic", "", False
         t, novel = _pick(r, QUESTIONS, split)
         return _fill(r, t, split), "question", "", novel
     if roll < 0.57:
-        # a preface, then the whole request: complete, the words end on the request
-        pre, novel = _preface(r, split)
+        # a preface or a subordinate clause, then the whole request: complete, the words end on the request
+        pre, novel = _clause(r, split) if broad and r.random() < 0.3 else _preface(r, split, broad)
         if r.random() < 0.5:
             t, novel_q = _pick(r, QUESTIONS, split)
             return f"{pre} {_fill(r, t, split)}", "preface_request", "", novel or novel_q
@@ -242,17 +285,22 @@ def _complete(r: random.Random, split: str) -> tuple[str, str, str, bool]:
     return _fill(r, t, split), "number", r.choice(BOT_QUESTIONS[4:6]) if r.random() < 0.6 else "", novel
 
 
-def _cut(r: random.Random, text: str) -> tuple[str, str] | None:
-    """Stop a complete sentence after a word it cannot end on, or half way through a long number."""
+def _cut(r: random.Random, text: str, broad: bool = False) -> tuple[str, str] | None:
+    """Stop a complete sentence after a word it cannot end on (or a verb or modifier before what it needs),
+    or half way through a long number."""
     w = text.split()
     # a run of 5+ digits is a phone or order number: stopping inside it leaves it unfinished
     digit_cuts = [i for i in range(1, len(w)) if w[i - 1].isdigit() and w[i].isdigit() and _run_len(w, i) >= 5]
     word_cuts = [i for i in range(1, len(w)) if w[i - 1] in CUT_WORDS]
+    content_cuts = [i for i in range(1, len(w)) if broad and w[i - 1] in CONTENT_CUTS]
     # a 5-digit stop is left out: 5 digits are a whole order number (numbers here are 5 or 7 long)
     digit_cuts = [i for i in digit_cuts if _run_start(w, i) != i - 5]
     if digit_cuts and r.random() < 0.5:
         i = r.choice(digit_cuts)
         return " ".join(w[:i]), "cut_number"
+    if content_cuts and (not word_cuts or r.random() < 0.4):
+        i = r.choice(content_cuts)
+        return " ".join(w[:i]), CONTENT_CUTS[w[i - 1]]
     if word_cuts:
         i = r.choice(word_cuts)
         return " ".join(w[:i]), CUT_WORDS[w[i - 1]]
@@ -288,13 +336,13 @@ def _run_len(w: list[str], i: int) -> int:
     return b - a
 
 
-def _incomplete(r: random.Random, split: str) -> tuple[str, str, str, bool]:
+def _incomplete(r: random.Random, split: str, broad: bool = False) -> tuple[str, str, str, bool]:
     roll = r.random()
     if roll < 0.15:
         t, novel = _pick(r, FILLER_STARTS, split)
         return t, "filler_start", "", novel
     if roll < 0.3:
-        text, novel = _preface(r, split)
+        text, novel = _preface(r, split, broad)
         return text, "preface", _bot_line(r) if r.random() < 0.4 else "", novel
     if roll < 0.38:
         text, ctx, novel = _half_number(r, split)
@@ -307,11 +355,14 @@ def _incomplete(r: random.Random, split: str) -> tuple[str, str, str, bool]:
                          "the order number is")), "cut_verb", r.choice(BOT_QUESTIONS[:1] + BOT_QUESTIONS[4:6]), False
     if roll < 0.46:
         return "", "empty", "", False
+    if broad and roll < 0.54:
+        text, novel = _clause(r, split)
+        return text, "cut_clause", "", novel
     for _ in range(20):
-        text, kind, ctx, novel = _complete(r, split)
+        text, kind, ctx, novel = _complete(r, split, broad)
         if kind in ("short_answer", "closing"):
             continue
-        cut = _cut(r, text)
+        cut = _cut(r, text, broad)
         if cut:
             return cut[0], cut[1], ctx, novel
     return "um", "filler_start", "", False
@@ -414,7 +465,7 @@ def add_noise(r: random.Random, text: str) -> str:
     return " ".join(out + [last])
 
 
-def misheard_ending(r: random.Random, text: str) -> str:
+def misheard_ending(r: random.Random, text: str, broad: bool = False) -> str:
     """`text` with its last word misheard: a sound-alike, else the last word of another complete sentence; the
     new ending is never one of `CUT_WORDS` (module doc)."""
     w = text.split()
@@ -428,7 +479,7 @@ def misheard_ending(r: random.Random, text: str) -> str:
     if alikes and r.random() < 0.5:
         return " ".join(w[:-1] + [r.choice(alikes)])
     for _ in range(10):
-        other = normalize(_complete(r, "train")[0]).split()
+        other = normalize(_complete(r, "train", broad)[0]).split()
         if other and ok(other[-1]) and other[-1] != w[-1]:
             return " ".join(w[:-1] + [other[-1]])
     return text
@@ -438,15 +489,19 @@ def _numeric(word: str) -> bool:
     return word.isdigit() or word in _NUM_WORDS or word == "oh"
 
 
-def _item(r: random.Random, task: str, split: str, last_word_slip: float = 0.0) -> Utterance:
+def _item(r: random.Random, task: str, split: str, last_word_slip: float = 0.0, broad: bool = False) -> Utterance:
     if task == "turn_complete":
         answer = r.random() < 0.5
-        text, kind, ctx, novel = (_complete if answer else _incomplete)(r, split)
+        text, kind, ctx, novel = (_complete if answer else _incomplete)(r, split, broad)
         if answer and len(text.split()) > 1 and r.random() < last_word_slip:
             clean = normalize(text)
-            slipped = misheard_ending(r, clean)
+            slipped = misheard_ending(r, clean, broad)
             if slipped != clean:
                 text, kind = slipped, "misheard_ending"
+        elif broad and not answer and kind in ("preface", "cut_clause") and len(text.split()) > 1 and r.random() < last_word_slip:
+            # the same slip on a preface or a clause: what makes it unfinished is its opening, which a
+            # misheard last word does not change ("and so my fellow customers" as "... fellow costumes")
+            text = misheard_ending(r, normalize(text), broad)
     else:
         answer = r.random() < 0.5
         text, kind, novel = (_interrupt if answer else _not_interrupt)(r, split)
@@ -457,9 +512,9 @@ def _item(r: random.Random, task: str, split: str, last_word_slip: float = 0.0) 
 
 
 def generate(n: int, seed: int, split: str = "train", tasks: tuple[str, ...] = TASKS,
-             last_word_slip: float = 0.0) -> list[Utterance]:
+             last_word_slip: float = 0.0, broad: bool = False) -> list[Utterance]:
     """n labelled utterances, reproducible from the seed, tasks taking turns; `last_word_slip`: the share of
-    complete turns whose last word is misheard (module doc)."""
+    complete turns whose last word is misheard; `broad`: the broad corpus (module doc; not the shipped model's)."""
     if not 0.0 <= last_word_slip <= 1.0:
         raise ValueError(f"last_word_slip {last_word_slip}: expected a share in [0, 1]")
     if split not in SPLITS:
@@ -468,7 +523,7 @@ def generate(n: int, seed: int, split: str = "train", tasks: tuple[str, ...] = T
     if bad:
         raise ValueError(f"task {bad[0]!r}: expected one of {TASKS}")
     r = random.Random(seed)
-    return [_item(r, tasks[i % len(tasks)], split, last_word_slip) for i in range(n)]
+    return [_item(r, tasks[i % len(tasks)], split, last_word_slip, broad) for i in range(n)]
 
 
 def main() -> None:

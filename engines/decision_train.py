@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from engines import decision_corpus as dc
+from engines import decision_probe
 from engines.checkpoint import save
 from engines.decision import (
     DecisionModel,
@@ -73,6 +74,8 @@ class DecisionTrainConfig:
     tasks: str = "turn_complete,interruption"
     # share of complete turns whose last word is misheard (engines.decision_corpus, module doc)
     last_word_slip: float = 0.0
+    # 1: the broad corpus (engines.decision_corpus, module doc; tried, not shipped)
+    broad: int = 0
 
 
 def train(model: LLaDAModel, prompts: list[list[int]], labels: list[bool], cfg: DecisionTrainConfig,
@@ -168,9 +171,9 @@ def main(argv: list[str] | None = None) -> None:
         ap.error(f"--tasks {cfg.tasks!r}: expected a comma-separated subset of {', '.join(dc.TASKS)}")
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(cfg.threads)
-    train_set = dc.generate(cfg.n_train, cfg.train_seed, "train", tasks, cfg.last_word_slip)
+    train_set = dc.generate(cfg.n_train, cfg.train_seed, "train", tasks, cfg.last_word_slip, bool(cfg.broad))
     # held out as the shipped model's figures were measured (no slips), so the two compare
-    heldout = dc.generate(cfg.n_heldout, cfg.heldout_seed, "heldout", tasks)
+    heldout = dc.generate(cfg.n_heldout, cfg.heldout_seed, "heldout", tasks, broad=bool(cfg.broad))
     tok = train_tiny([u.text for u in train_set] + [u.context for u in train_set if u.context], cfg.vocab_size)
     add_decision_tokens(tok)
     limits = PromptLimits(cfg.max_text_tokens, cfg.max_context_tokens)
@@ -193,18 +196,20 @@ def main(argv: list[str] | None = None) -> None:
     dm = load_decision_model(a.out)
     result = evaluate(dm, heldout, {(u.task, u.text) for u in train_set}, cfg.latency_n)
     if "turn_complete" in tasks:  # complete turns with a misheard last word, held out (every one slipped)
-        slipped = [u for u in dc.generate(cfg.n_heldout, cfg.heldout_seed + 1, "heldout", ("turn_complete",), 1.0)
-                   if u.kind == "misheard_ending"]
+        slipped = [u for u in dc.generate(cfg.n_heldout, cfg.heldout_seed + 1, "heldout", ("turn_complete",), 1.0,
+                                          bool(cfg.broad)) if u.kind == "misheard_ending"]
         ps = dm.p_yes_batch([(u.task, u.text, u.context or None) for u in slipped])
         result["accuracy_on_misheard_endings"] = _rate([p >= 0.5 for p in ps])
         result["n_misheard_endings"] = len(slipped)
+    if "turn_complete" in tasks:
+        result["probe"] = decision_probe.score(dm)
     result["command"] = "python -m engines.decision_train " + " ".join(argv if argv is not None else sys.argv[1:])
     (a.out / "eval.json").write_text(json.dumps(result, indent=1) + "\n")
     meta = {"train_config": asdict(cfg), "params": model.num_params(), "steps_done": steps,
             "train_s": round(train_s, 1), "torch": torch.__version__, "log": log}
     (a.out / "train_log.json").write_text(json.dumps(meta, indent=1) + "\n")
     print(json.dumps({k: result.get(k) for k in ("false_complete_rate_on_cut_offs", "accuracy_on_misheard_endings",
-                                                  "latency_ms")}
+                                                  "probe", "latency_ms")}
                      | {t: result["tasks"][t]["accuracy"] for t in tasks}))
 
 

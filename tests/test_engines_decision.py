@@ -179,9 +179,12 @@ def test_training_entry_point_writes_a_loadable_model(tmp_path: Path) -> None:
     one = tmp_path / "turn"
     main(["--out", str(one), "--steps", "20", "--n-train", "600", "--n-heldout", "100", "--latency-n", "20",
           "--d-model", "64", "--n-layers", "1", "--mlp-hidden-size", "128", "--vocab-size", "400",
-          "--tasks", "turn_complete", "--last-word-slip", "0.2"])
+          "--tasks", "turn_complete", "--last-word-slip", "0.2", "--broad", "1"])
     ev = json.loads((one / "eval.json").read_text())
     assert set(ev["tasks"]) == {"turn_complete"} and ev["n_misheard_endings"] > 0
+    # the broad corpus's kinds are held out too, and the hand-written probe is scored
+    assert "cut_clause" in ev["tasks"]["turn_complete"]["accuracy_by_kind"]
+    assert ev["probe"]["n"] == 40 and 0.0 <= ev["probe"]["accuracy"] <= 1.0
     assert 0.0 <= ev["accuracy_on_misheard_endings"] <= 1.0
     assert json.loads((one / "config.json").read_text())["voicelab"]["decision"]["tasks"] == ["turn_complete"]
 
@@ -275,3 +278,46 @@ def test_misheard_endings_never_end_on_a_cut_word_or_a_digit() -> None:
     assert not any(u.kind == "misheard_ending" for u in dc.generate(2000, 3))  # off by default
     with pytest.raises(ValueError, match="last_word_slip"):
         dc.generate(1, 0, last_word_slip=1.5)
+
+
+# --- the broad corpus (engines.decision_corpus `broad`: a training option, not shipped) -----------
+
+def test_broad_corpus_cuts_end_on_content_words_and_clauses_wait_for_their_request() -> None:
+    items = dc.generate(6000, 4, tasks=("turn_complete",), broad=True)
+    kinds = {u.kind for u in items}
+    assert {"cut_transitive", "cut_clause", "off_topic"} <= kinds
+    subordinators = tuple(f"{s} " for s in dc.SUBORDINATORS[0])
+    for u in items:
+        if u.kind in ("cut_transitive", "cut_modifier"):
+            assert not u.answer and dc.CONTENT_CUTS[u.text.split()[-1]] == u.kind, u
+        if u.kind == "cut_clause":
+            # noise may replace a word of the clause, never its label: a clause alone is unfinished
+            assert not u.answer, u
+    clauses = [u for u in dc.generate(3000, 5, tasks=("turn_complete",), broad=True) if u.kind == "cut_clause"]
+    assert sum(u.text.startswith(subordinators) for u in clauses) > 0.7 * len(clauses)
+    # off by default: the shipped model's corpus has none of it
+    assert not {"cut_transitive", "cut_modifier", "cut_clause", "off_topic"} & {u.kind for u in dc.generate(4000, 4)}
+
+
+# --- the hand-written probe turns (engines/decision_probe.py) ----------------------------------
+
+def test_probe_turns_lie_outside_the_generator_and_are_scored(dm) -> None:
+    from engines import decision_probe
+
+    texts = {t for t, _ in decision_probe.PROBE}
+    assert len(texts) == len(decision_probe.PROBE) == 40
+    assert sum(e for _, e in decision_probe.PROBE) == 20
+    generated = {u.text for split, seed in (("train", 0), ("heldout", 1001))
+                 for u in dc.generate(20000, seed, split, broad=True)}
+    assert not texts & generated
+    s = decision_probe.score(dm)
+    assert s["n"] == 40 and 0.0 <= s["accuracy"] <= 1.0
+    assert len(s["wrong"]) == round((1 - s["accuracy"]) * 40)
+
+
+def test_probe_cli_refuses_a_folder_that_is_not_a_model(tmp_path: Path, capsys) -> None:
+    from engines import decision_probe
+
+    with pytest.raises(SystemExit) as e:
+        decision_probe.main([str(tmp_path / "missing")])
+    assert "missing: not a decision model" in str(e.value)
