@@ -59,10 +59,11 @@ def test_turn_vad_wraps_only_for_whisper_with_the_early_final() -> None:
     class Log:
         pass
 
-    on = PipelineConfig(vad="webrtc")
+    on = PipelineConfig(vad="webrtc", stt_early_final=True)
     stt = stt_service(on, Log(), recognizer=NoLoad())  # type: ignore[arg-type]
     assert isinstance(turn_vad(on, stt), PausingReportVAD)
-    off = PipelineConfig(vad="webrtc", stt_early_final=False)
+    off = PipelineConfig(vad="webrtc")  # off by default (voicelab/pipeline/config.py)
+    assert not PipelineConfig().stt_early_final
     assert not isinstance(turn_vad(off, stt), PausingReportVAD)
     tr = PipelineConfig(vad="webrtc", stt="transcript")
     assert not isinstance(turn_vad(tr, stt_service(tr, Log())), PausingReportVAD)  # type: ignore[arg-type]

@@ -61,8 +61,9 @@ def run(
                                            "engine's own)"),
     policy: str = typer.Option("pinned", help="gate policy: final, prefix, stable:K, block, pinned, pinned:X"),
     stt: str = typer.Option("whisper", help=STT_HELP),
-    stt_early_final: bool = typer.Option(True, help="Whisper: start the final pass at the VAD's first silent frame "
-                                                    "instead of its confirmed stop (stop_secs later)"),
+    stt_early_final: bool = typer.Option(False, help="Whisper: start the final pass at the VAD's first silent frame "
+                                                     "instead of its confirmed stop (stop_secs later); off by "
+                                                     "measurement: it can cut a soft last sound"),
     stt_beam: int = typer.Option(1, help="Whisper's beam size (1: greedy, the default by measurement; a beam "
                                               "repeats short sentences and writes words into breaths)"),
     vad: str = typer.Option("silero", help="silero or webrtc"),

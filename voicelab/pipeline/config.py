@@ -52,8 +52,9 @@ class PipelineConfig:
     policy: str = "pinned"
     shaper: ShaperParams = field(default_factory=ShaperParams)
     stt: str = "whisper"  # STT_CHOICES
-    # Whisper's final pass starts at the VAD's first silent frame, not at its confirmed stop (voicelab.speech.streaming)
-    stt_early_final: bool = True
+    # Whisper's final pass starts at the VAD's first silent frame, not at its confirmed stop (voicelab.speech.streaming);
+    # off by measurement: that frame can fall inside a soft last sound ("americans" read "america")
+    stt_early_final: bool = False
     stt_beam: int = 1  # Whisper's beam size; 1 (greedy) by measurement (voicelab/speech/whisper.py)
     vad: str = "silero"  # or "webrtc"
     vad_start_secs: float = 0.2

@@ -10,9 +10,11 @@ returns a future; if the pass in flight (or the last one done) already covers al
 The early final: a VAD confirms the end of speech only after `stop_secs` of silence (0.12 s here), and the
 final pass then costs ~100-200 ms more on the critical path. `speech_pausing()` (the VAD's first silent
 frame) starts that pass at once over the audio so far; `speech_resumed()` (speech again before the VAD
-confirmed the stop) drops it; `finish()` takes it as the final when no pass covers more. What it leaves
-out is only audio the VAD judged silent, so the words are the same and the pass lands up to `stop_secs`
-sooner.
+confirmed the stop) drops it; `finish()` takes it as the final when no pass covers more. It leaves out
+only audio the VAD judged silent, yet that is not always silence: the first silent frame can fall inside a
+soft last sound, and the early pass then misreads the last word, the very word that decides a cut-off
+("and so my fellow americans" read "... america", judged complete: the JFK caller cut into in 2 of 2 real-call
+runs). So it is off by default (`PipelineConfig.stt_early_final`); the pass then lands up to `stop_secs` later.
 
 Callbacks (`on_partial`, `on_final`) run in the worker thread; an asyncio caller hands them to its loop
 with `loop.call_soon_threadsafe`. Results of an utterance that `start()` has since replaced are dropped.
