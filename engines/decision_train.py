@@ -201,8 +201,7 @@ def main(argv: list[str] | None = None) -> None:
         ps = dm.p_yes_batch([(u.task, u.text, u.context or None) for u in slipped])
         result["accuracy_on_misheard_endings"] = _rate([p >= 0.5 for p in ps])
         result["n_misheard_endings"] = len(slipped)
-    if "turn_complete" in tasks:
-        result["probe"] = decision_probe.score(dm)
+        result["probe"] = decision_probe.score(dm)  # hand-written turns outside the generator
     result["command"] = "python -m engines.decision_train " + " ".join(argv if argv is not None else sys.argv[1:])
     (a.out / "eval.json").write_text(json.dumps(result, indent=1) + "\n")
     meta = {"train_config": asdict(cfg), "params": model.num_params(), "steps_done": steps,
