@@ -43,7 +43,6 @@ PROBE: tuple[tuple[str, bool], ...] = (
 )
 
 
-
 def score(dm: DecisionModel) -> dict:
     """Accuracy on the probe turns (P(complete) >= 0.5 is "complete"), and the turns it got wrong."""
     p = dm.p_yes_batch([("turn_complete", t, None) for t, _ in PROBE])

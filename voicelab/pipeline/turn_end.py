@@ -8,9 +8,9 @@ moment the silence reaches what the current scores need (a tick alone would end 
 late), it hands both, with the silence so far, to the pure rule `engines.turn_policy.decide_turn`, whose
 documented thresholds say how much silence those scores need (200 ms when both say complete, up to 2.5 s
 when neither does; a wait above the floor lasts at least the longest pause the caller already went on
-after in this turn). The
-silence counts from the caller's estimated speech end: the VAD stop minus its `stop_secs`; every wait
-longer than the floor also covers the VAD's `start_secs`, since resumed speech shows only that late.
+after in this turn). The silence counts from the caller's estimated speech end: the VAD stop minus its
+`stop_secs`; every wait longer than the floor also covers the VAD's `start_secs`, since resumed speech
+shows only that late.
 
 With `preemptive`, the strategy also tells the engine what it has heard before the turn is confirmed: at
 the VAD stop (the words recognised so far) and again when a final transcript lands while the rule still
