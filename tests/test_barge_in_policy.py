@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from engines.turn_policy import decide_interruption
 from voicelab.measure.events import Event, EventKind
 from voicelab.measure.metrics import summarize, turn_table
 from voicelab.measure.pauses import pauses_by_turn
@@ -16,6 +18,7 @@ from voicelab.rules.barge_in import (
     PausedBot,
     PauseThresholds,
     word_count_p,
+    words_plausible,
 )
 
 K = EventKind
@@ -122,3 +125,82 @@ def test_a_partial_reading_never_decides_alone() -> None:
     q.hear("no wait", lambda w: 0.95, final=False)
     assert q.decide(300.0).action == PauseAction.WAIT
     assert q.decide(PauseThresholds().resume_ms).action == PauseAction.STOP
+
+
+def test_a_reading_longer_than_the_speech_could_hold_is_no_evidence() -> None:
+    th = PauseThresholds()
+    assert words_plausible(5, 500.0) and not words_plausible(6, 500.0)  # 1 + 6 words/s x (0.5 + 0.25 s)
+    assert words_plausible(50, None)  # unknown length: no test
+    p = PausedBot(paused_at_ms=0.0)
+    p.vad_started(100.0, start_secs=0.2)
+    p.vad_stopped(500.0, stop_secs=0.12)  # ~0.48 s of speech
+    assert p.speech_ms(600.0) == pytest.approx(480.0)
+    p.hear("i b i b i b i", lambda w: 1.0, final=True)  # the model calls the loop an interruption
+    d = p.decide(th.settle_ms + 600.0)
+    assert d.action == PauseAction.RESUME and d.reason == "untrusted reading: no words"
+    # the same words over 2 s of speech are an interruption
+    q = PausedBot(paused_at_ms=0.0)
+    q.vad_started(100.0, start_secs=2.0)
+    q.vad_stopped(500.0)
+    q.hear("i b i b i b i", lambda w: 1.0, final=True)
+    assert q.decide(600.0).action == PauseAction.STOP
+
+
+def test_once_the_caller_stops_the_rule_waits_for_the_final_reading() -> None:
+    th = PauseThresholds()
+    p = PausedBot(paused_at_ms=0.0)
+    p.vad_started(50.0, start_secs=0.2)
+    p.hear("all", {"all": 0.99, "all right": 0.01}.get, final=False)
+    p.vad_stopped(400.0, stop_secs=0.12)
+    assert p.decide(400.0 + th.final_wait_ms - 1).action == PauseAction.WAIT  # past resume_ms: still waiting
+    p.hear("all right", {"all": 0.99, "all right": 0.01}.get, final=True)
+    assert p.decide(400.0 + th.final_wait_ms - 1).action == PauseAction.RESUME
+    # a final that never lands (a cough Whisper reads as nothing): the partial decides once it is overdue
+    q = PausedBot(paused_at_ms=0.0)
+    q.vad_started(50.0, start_secs=0.2)
+    q.vad_stopped(400.0, stop_secs=0.12)
+    assert q.decide(400.0 + th.final_wait_ms - 1).action == PauseAction.WAIT
+    assert q.decide(400.0 + th.final_wait_ms).action == PauseAction.RESUME
+
+
+def test_long_speech_over_the_bot_stops_it_even_when_its_reading_is_implausible() -> None:
+    th = PauseThresholds()
+    d = decide_interruption("", None, th.max_hold_ms, True, th, heard_words=9)
+    assert d.action == PauseAction.STOP
+    assert decide_interruption("", None, th.max_hold_ms, True, th).action == PauseAction.RESUME
+
+
+@given(words=st.sampled_from(["", "uh", "no wait", "all right", "one two three four five"]),
+       p=st.one_of(st.none(), st.floats(0.0, 1.0)), final=st.booleans(), speaking=st.booleans(),
+       t=st.floats(0.0, 3000.0), stop=st.one_of(st.none(), st.floats(0.0, 3000.0)), later=st.floats(0.0, 3000.0),
+       complete=st.one_of(st.none(), st.floats(0.0, 1.0)))
+def test_the_outcome_stays_once_reached_as_all_clocks_move(words: str, p: float | None, final: bool,
+                                                          speaking: bool, t: float, stop: float | None,
+                                                          later: float, complete: float | None) -> None:
+    first = decide_interruption(words, p, t, speaking, words_final=final, awaiting_final_ms=stop,
+                                complete_p=complete).action
+    if first is not PauseAction.WAIT:
+        again = decide_interruption(words, p, t + later, speaking, words_final=final,
+                                    awaiting_final_ms=None if stop is None else stop + later,
+                                    complete_p=complete).action
+        assert again is first
+
+
+def test_a_fragment_the_caller_dropped_does_not_stop_the_bot() -> None:
+    """Two words the interruption task calls the start of a request, but not a whole utterance, and the caller
+    has stopped: they yielded the floor. A short whole interruption ("hold on") still stops the bot."""
+    th = PauseThresholds()
+    complete = {"i b": 0.27, "hold on": 0.77, "can you check my": 0.0}.get
+    for words, action in (("i b", PauseAction.RESUME), ("hold on", PauseAction.STOP),
+                          ("can you check my", PauseAction.STOP)):
+        p = PausedBot(paused_at_ms=0.0)
+        p.vad_started(0.0, start_secs=0.3)
+        p.vad_stopped(400.0)
+        p.hear(words, lambda w: 1.0, final=True, complete=complete)
+        assert p.complete_p == (None if len(words.split()) > th.fragment_words else complete(words))
+        d = p.decide(400.0 + th.settle_ms)
+        assert d.action == action, words
+    assert PauseAction.RESUME == decide_interruption("i b", 1.0, 300.0, False, complete_p=0.27).action
+    # while the caller still talks, a fragment waits; a partial is never judged a fragment
+    assert decide_interruption("i b", 1.0, 300.0, True, complete_p=0.27).action == PauseAction.WAIT
+    assert decide_interruption("i b", 1.0, 300.0, False, words_final=False, complete_p=0.27).action != PauseAction.RESUME

@@ -61,6 +61,7 @@ class EventKind(StrEnum):
     PLAYOUT_STOP = "playout_stop"  # payload: chunk_id, text, played (words heard, if known), interrupted
     PLAYOUT_PAUSE = "playout_pause"  # the speaker held the bot's audio (t: its last handed-over sample); payload: reason
     PLAYOUT_RESUME = "playout_resume"  # paused audio continues (t: its next sample); payload: gap_ms, reason
+    PAUSE_DECISION = "pause_decision"  # a paused bot's verdict; payload: action, reason, text, interruption_p, ...
     BOT_AUDIBLE_ONSET = "bot_audible_onset"  # acoustic, from the output side (onset rule of DESIGN §4)
     BOT_AUDIBLE_END = "bot_audible_end"
     BOT_STARTED_SPEAKING = "bot_started_speaking"  # pipecat frames

@@ -17,6 +17,15 @@ while the bot talks) pauses earlier; the caller counts as speaking while either 
 runs through `LevelGatedVAD`: its loudness floor is taken on the window the model scores, not on pipecat's
 smoothed 400 ms loudness, whose climb after silence (not the model) used to set when the bot paused.
 
+The rule waits for the recogniser's final reading once the caller stops (it is due: the STT runs a final pass
+at every VAD stop), and the turn VAD's start and stop tell it how long the caller spoke, against which a
+reading is judged: words that do not fit in the speech, or that fail Whisper's own decode-failure test, are
+no evidence (`engines.turn_policy`: rule 4, `words_plausible`, `words_reliable`), and a final reading of a
+word or two that is not a whole utterance is a fragment the caller dropped, which does not stop the bot. A pause resumed before its
+final landed (the final was late, or the pause was settled otherwise) drops that final from the aggregation
+when it lands, so a backchannel's words never open the caller's next turn. Each verdict is logged
+(`pause_decision`: action, reason, the words and P(interruption), the pause and speech lengths).
+
 While the bot is silent a VAD start starts the user turn at once, as `WordsWhileBotSpeaks` does. To use it in
 any pipecat pipeline: `UserTurnStrategies(start=[PauseThenDecide()], stop=[...])` in the user aggregator's
 params, and an output transport that honours the two playout frames (`RecordingOutput` here).
@@ -46,20 +55,42 @@ from pipecat.turns.user_start.base_user_turn_start_strategy import BaseUserTurnS
 
 from engines.decision import DEFAULT_FOLDER, load_decision_model
 from engines.errors import CheckpointError
+from engines.turn_policy import words_reliable
+from voicelab.measure.calllog import CallLog
+from voicelab.measure.events import EventKind
 from voicelab.measure.onset import RULE
 from voicelab.pipeline.frames import PlayoutPauseFrame, PlayoutResumeFrame
-from voicelab.rules.barge_in import Judge, PauseAction, PausedBot, PauseThresholds, word_count_p
+from voicelab.rules.barge_in import (
+    Judge,
+    PauseAction,
+    PausedBot,
+    PauseDecision,
+    PauseThresholds,
+    word_count_p,
+)
 
 
-def default_judge() -> tuple[str, Judge]:
-    """("decision_model", its P(interruption)) when the model's weights are installed, else the word rule."""
+def _figure(conf: Any, name: str) -> float | None:
+    """One of the recogniser's figures from a transcript frame's `result` (None: it gave none)."""
+    v = getattr(conf, name, None)
+    return float(v) if isinstance(v, int | float) else None
+
+
+def model_judges(dm: Any) -> tuple[Judge, Judge]:
+    """The decision model's P(interruption) and P(the words are a whole utterance: `turn_complete`)."""
+    return (lambda words: dm.ask("interruption", words).p_yes, lambda words: dm.ask("turn_complete", words).p_yes)
+
+
+def default_judge() -> tuple[str, Judge, Judge | None]:
+    """(name, P(interruption), P(complete) or None): the decision model's when its weights are installed, else
+    the word rule (which judges no completeness)."""
     if not (DEFAULT_FOLDER / "config.json").exists():
-        return "word_count", word_count_p
+        return "word_count", word_count_p, None
     try:
         dm = load_decision_model()
     except (CheckpointError, OSError, ValueError):
-        return "word_count", word_count_p
-    return "decision_model", lambda words: dm.ask("interruption", words).p_yes
+        return "word_count", word_count_p, None
+    return ("decision_model", *model_judges(dm))
 
 
 class LevelGatedVAD(VADAnalyzer):
@@ -104,17 +135,25 @@ class LevelGatedVAD(VADAnalyzer):
 class PauseThenDecide(BaseUserTurnStartStrategy):
     """User-turn start strategy: pause the bot on the VAD, then stop for good or resume (module doc)."""
 
-    def __init__(self, *, judge: Judge | None = None, thresholds: PauseThresholds | None = None,
-                 tick_s: float = 0.02, onset_vad: VADAnalyzer | None = None, **kwargs: Any) -> None:
+    def __init__(self, *, judge: Judge | None = None, complete: Judge | None = None,
+                 thresholds: PauseThresholds | None = None, tick_s: float = 0.02, onset_vad: VADAnalyzer | None = None,
+                 log: CallLog | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        self._log = log  # gets each pause's verdict (`pause_decision`)
         self._onset_vad = None if onset_vad is None else LevelGatedVAD(onset_vad)
         self._vad_speaking = False  # the turn VAD hears the caller
-        self.judge_name, self.judge = ("custom", judge) if judge is not None else default_judge()
+        # judge: words -> P(interruption); complete: words -> P(a whole utterance), for short final readings
+        self.judge_name, self.judge, self.complete = (("custom", judge, complete) if judge is not None
+                                                      else default_judge())
         self.thresholds = thresholds or PauseThresholds()
         self._tick_s = tick_s
         self._bot_talking = False
         self._pause: PausedBot | None = None
         self._ticker: asyncio.Task[None] | None = None
+        # a pause resumed before the final reading of its speech landed: that final is the backchannel's, not
+        # the opening of the caller's next turn, and is dropped from the aggregation when it lands
+        self._late_final_due = False
+        self._pause_conf: Any = None  # the recogniser's figures for the pause's latest reading
         self.decisions: list[tuple[str, str]] = []  # (action, reason) of each pause, for tests and logs
 
     @staticmethod
@@ -141,20 +180,31 @@ class PauseThenDecide(BaseUserTurnStartStrategy):
             await self._onset(frame)
         elif isinstance(frame, VADUserStartedSpeakingFrame):
             self._vad_speaking = True
-            if self._pause is not None:
-                self._pause.caller_speaking = True
-            elif self._bot_talking:
+            self._late_final_due = False  # new speech: its reading is the caller's
+            if self._pause is None and self._bot_talking:
                 await self._start_pause()
+            if self._pause is not None:
+                self._pause.vad_started(self._now_ms(), frame.start_secs)
             else:
                 await self.trigger_user_turn_started()
             return ProcessFrameResult.STOP
         elif isinstance(frame, VADUserStoppedSpeakingFrame):
             self._vad_speaking = False
             if self._pause is not None:
-                self._pause.caller_speaking = False
+                self._pause.vad_stopped(self._now_ms(), frame.stop_secs)
                 await self._decide()
+        elif isinstance(frame, TranscriptionFrame) and self._pause is None and self._late_final_due:
+            # the aggregator has just appended it (it handles a frame before its strategies see it)
+            self._late_final_due = False
+            await self._call_event_handler("on_reset_aggregation")
+            return ProcessFrameResult.STOP
         elif isinstance(frame, (TranscriptionFrame, InterimTranscriptionFrame)) and self._pause is not None:
-            self._pause.hear(frame.text, self.judge, final=isinstance(frame, TranscriptionFrame))
+            conf = frame.result  # the recogniser's own figures (Whisper's `SttConfidence`; None for others)
+            self._pause.hear(frame.text, self.judge, final=isinstance(frame, TranscriptionFrame),
+                             reliable=words_reliable(_figure(conf, "avg_logprob"), _figure(conf, "compression_ratio"),
+                                                     _figure(conf, "no_speech_prob")),
+                             complete=self.complete, fragment_words=self.thresholds.fragment_words)
+            self._pause_conf = conf
             return await self._decide()
         return ProcessFrameResult.CONTINUE
 
@@ -172,6 +222,7 @@ class PauseThenDecide(BaseUserTurnStartStrategy):
 
     async def _start_pause(self, reason: str = "vad") -> None:
         self._pause = PausedBot(paused_at_ms=self._now_ms())
+        self._pause_conf = None
         await self.push_frame(PlayoutPauseFrame(reason=reason))
         self._ticker = self.create_task(self._tick(), "pause_ticker")
 
@@ -185,11 +236,14 @@ class PauseThenDecide(BaseUserTurnStartStrategy):
         pause = self._pause
         if pause is None:
             return ProcessFrameResult.CONTINUE
-        d = pause.decide(self._now_ms(), self.thresholds)
+        now = self._now_ms()
+        d = pause.decide(now, self.thresholds)
         if d.action == PauseAction.WAIT:
             return ProcessFrameResult.CONTINUE
         self.decisions.append((d.action.value, d.reason))
         self._pause = None
+        self._log_decision(pause, d, now)
+        self._late_final_due = d.action == PauseAction.RESUME and pause.stopped_at_ms is not None
         if d.action == PauseAction.STOP:
             # the turn starts: pipecat interrupts the bot, whose held audio is then dropped
             await self.trigger_user_turn_started()
@@ -197,6 +251,21 @@ class PauseThenDecide(BaseUserTurnStartStrategy):
         await self.push_frame(PlayoutResumeFrame(reason=d.reason))
         await self._call_event_handler("on_reset_aggregation")  # a backchannel is not the next turn's start
         return ProcessFrameResult.CONTINUE
+
+    def _log_decision(self, pause: PausedBot, d: PauseDecision, now_ms: float) -> None:
+        if self._log is None:
+            return
+        speech = pause.speech_ms(now_ms)
+        p = pause.interruption_p
+        logprob = _figure(self._pause_conf, "avg_logprob")
+        self._log.log(EventKind.PAUSE_DECISION, self._log.caller_turn_at(self._log.now_ns()), {
+            "action": d.action.value, "reason": d.reason, "text": pause.words, "words_final": pause.words_final,
+            "interruption_p": None if p is None else round(p, 4), "judge": self.judge_name,
+            "complete_p": None if pause.complete_p is None else round(pause.complete_p, 4),
+            "plausible": pause.plausible(now_ms, self.thresholds), "reliable": pause.reliable,
+            "stt_avg_logprob": None if logprob is None else round(logprob, 3),
+            "since_pause_ms": round(now_ms - pause.paused_at_ms, 1),
+            "speech_ms": None if speech is None else round(speech, 1)})
 
     async def _end_pause(self) -> None:
         self._pause = None

@@ -26,7 +26,7 @@ from pipecat.audio.vad.vad_analyzer import VADAnalyzer, VADParams
 from pipecat.utils.env import env_truthy
 
 from engines.decision import DecisionModel
-from voicelab.pipeline.barge_in import default_judge
+from voicelab.pipeline.barge_in import default_judge, model_judges
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.rules.barge_in import Judge
 
@@ -71,7 +71,7 @@ class TurnModels:
         self._lock = threading.Lock()
         self._silero: Any = None
         self._smart_turn: Any = None
-        self._judge: tuple[str, Judge] | None = None
+        self._judge: tuple[str, Judge, Judge | None] | None = None
 
     def silero_session(self) -> Any:
         with self._lock:
@@ -88,11 +88,12 @@ class TurnModels:
                 self._smart_turn = analyzer._session
             return self._smart_turn
 
-    def interruption_judge(self, decision: DecisionModel | None = None) -> tuple[str, Judge]:
-        """(name, judge) of the pause barge-in: `decision` (the turn end's model, already shared) when given,
-        else `PauseThenDecide`'s own choice (the installed decision model, or the word rule), loaded once."""
+    def interruption_judge(self, decision: DecisionModel | None = None) -> tuple[str, Judge, Judge | None]:
+        """(name, P(interruption), P(complete) or None) of the pause barge-in: `decision` (the turn end's model,
+        already shared) when given, else `PauseThenDecide`'s own choice (the installed decision model, or the
+        word rule), loaded once."""
         if decision is not None:
-            return "decision_model", lambda words: decision.ask("interruption", words).p_yes
+            return ("decision_model", *model_judges(decision))
         with self._lock:
             if self._judge is None:
                 self._judge = default_judge()

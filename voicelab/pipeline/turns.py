@@ -84,7 +84,7 @@ def turn_strategies(cfg: PipelineConfig, *, decision: DecisionModel | None = Non
     """Turn start (barge-in rule) and turn end (`decide`, smart-turn or a silence timeout) strategies.
 
     `decision` is the tiny decision model of `--turn decide` (loaded once per configuration); `log` gets its
-    verdicts; `models`: the Silero and smart-turn sessions and the barge-in judge shared with other calls (None:
+    verdicts and those of the paused bot; `models`: the Silero and smart-turn sessions and the barge-in judge shared with other calls (None:
     their own)."""
 
     def smart_turn(params: SmartTurnParams) -> LocalSmartTurnAnalyzerV3:
@@ -95,10 +95,10 @@ def turn_strategies(cfg: PipelineConfig, *, decision: DecisionModel | None = Non
     words = cfg.barge_in_words()
     if cfg.barge_in == "pause":
         if models is None:
-            pause = PauseThenDecide(onset_vad=onset_vad(cfg))
+            pause = PauseThenDecide(onset_vad=onset_vad(cfg), log=log)
         else:  # the judge's model is shared too, not loaded again by each call's strategy
-            name, judge = models.interruption_judge(decision)
-            pause = PauseThenDecide(judge=judge, onset_vad=onset_vad(cfg, models))
+            name, judge, complete = models.interruption_judge(decision)
+            pause = PauseThenDecide(judge=judge, complete=complete, onset_vad=onset_vad(cfg, models), log=log)
             pause.judge_name = name
         start: list[Any] = [pause]
     elif words is None:
