@@ -303,10 +303,10 @@ def decide_interruption(words: str, interruption_p: float | None, since_pause_ms
         return PauseDecision(PauseAction.WAIT, "waiting for the final transcript")
     if n == 0:
         return PauseDecision(PauseAction.RESUME, "untrusted reading: no words" if heard else "no words")
-    if fragment:
-        return PauseDecision(PauseAction.RESUME, "the caller dropped out after a fragment")
     if words_final and interruption_p is not None and interruption_p < 1.0 - th.stop_p:
         return PauseDecision(PauseAction.RESUME, "backchannel or noise")
+    if fragment:
+        return PauseDecision(PauseAction.RESUME, "the caller dropped out after a fragment")
     if since_pause_ms < th.resume_ms:
         return PauseDecision(PauseAction.WAIT, "unsure: waiting for the transcript")
     if interruption_p is not None and interruption_p >= 0.5:
