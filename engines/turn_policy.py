@@ -103,6 +103,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 
 class TurnAction(Enum):
@@ -222,6 +223,19 @@ def words_reliable(avg_logprob: float | None, compression_ratio: float | None,
         return False
     return not (no_speech_prob is not None and avg_logprob is not None
                 and no_speech_prob > WHISPER_NO_SPEECH_THRESHOLD and avg_logprob <= WHISPER_LOGPROB_THRESHOLD)
+
+
+def confidence_figure(result: Any, name: str) -> float | None:
+    """One of the recogniser's figures (`avg_logprob`, `compression_ratio`, `no_speech_prob`) from a transcript's
+    result object, such as the `SttConfidence` a Whisper transcript frame carries (None: it gave none)."""
+    v = getattr(result, name, None)
+    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+
+
+def result_reliable(result: Any) -> bool:
+    """`words_reliable` on a transcript's result object (True when it carries no figures)."""
+    return words_reliable(confidence_figure(result, "avg_logprob"), confidence_figure(result, "compression_ratio"),
+                          confidence_figure(result, "no_speech_prob"))
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,11 @@ The rule waits for the recogniser's final reading once the caller stops (it is d
 at every VAD stop), and the turn VAD's start and stop tell it how long the caller spoke, against which a
 reading is judged: words that do not fit in the speech, or that fail Whisper's own decode-failure test, are
 no evidence (`engines.turn_policy`: rule 4, `words_plausible`, `words_reliable`), and a final reading of a
-word or two that is not a whole utterance is a fragment the caller dropped, which does not stop the bot. A pause resumed before its
-final landed (the final was late, or the pause was settled otherwise) drops that final from the aggregation
-when it lands, so a backchannel's words never open the caller's next turn. Each verdict is logged
-(`pause_decision`: action, reason, the words and P(interruption), the pause and speech lengths).
+word or two that is not a whole utterance is a fragment the caller dropped, which does not stop the bot. A
+pause resumed before its final landed (the final was late, or the pause was settled otherwise) drops that
+final from the aggregation when it lands, so a backchannel's words never open the caller's next turn. Each
+verdict is logged (`pause_decision`: action, reason, the words, P(interruption) and P(complete), Whisper's
+log probability, the pause and speech lengths).
 
 While the bot is silent a VAD start starts the user turn at once, as `WordsWhileBotSpeaks` does. To use it in
 any pipecat pipeline: `UserTurnStrategies(start=[PauseThenDecide()], stop=[...])` in the user aggregator's
@@ -55,7 +56,7 @@ from pipecat.turns.user_start.base_user_turn_start_strategy import BaseUserTurnS
 
 from engines.decision import DEFAULT_FOLDER, load_decision_model
 from engines.errors import CheckpointError
-from engines.turn_policy import words_reliable
+from engines.turn_policy import confidence_figure, result_reliable
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind
 from voicelab.measure.onset import RULE
@@ -68,12 +69,6 @@ from voicelab.rules.barge_in import (
     PauseThresholds,
     word_count_p,
 )
-
-
-def _figure(conf: Any, name: str) -> float | None:
-    """One of the recogniser's figures from a transcript frame's `result` (None: it gave none)."""
-    v = getattr(conf, name, None)
-    return float(v) if isinstance(v, int | float) else None
 
 
 def model_judges(dm: Any) -> tuple[Judge, Judge]:
@@ -201,8 +196,7 @@ class PauseThenDecide(BaseUserTurnStartStrategy):
         elif isinstance(frame, (TranscriptionFrame, InterimTranscriptionFrame)) and self._pause is not None:
             conf = frame.result  # the recogniser's own figures (Whisper's `SttConfidence`; None for others)
             self._pause.hear(frame.text, self.judge, final=isinstance(frame, TranscriptionFrame),
-                             reliable=words_reliable(_figure(conf, "avg_logprob"), _figure(conf, "compression_ratio"),
-                                                     _figure(conf, "no_speech_prob")),
+                             reliable=result_reliable(conf),
                              complete=self.complete, fragment_words=self.thresholds.fragment_words)
             self._pause_conf = conf
             return await self._decide()
@@ -257,7 +251,7 @@ class PauseThenDecide(BaseUserTurnStartStrategy):
             return
         speech = pause.speech_ms(now_ms)
         p = pause.interruption_p
-        logprob = _figure(self._pause_conf, "avg_logprob")
+        logprob = confidence_figure(self._pause_conf, "avg_logprob")
         self._log.log(EventKind.PAUSE_DECISION, self._log.caller_turn_at(self._log.now_ns()), {
             "action": d.action.value, "reason": d.reason, "text": pause.words, "words_final": pause.words_final,
             "interruption_p": None if p is None else round(p, 4), "judge": self.judge_name,

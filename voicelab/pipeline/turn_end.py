@@ -51,7 +51,13 @@ from pipecat.turns.types import ProcessFrameResult
 from pipecat.turns.user_stop.base_user_turn_stop_strategy import BaseUserTurnStopStrategy
 
 from engines.decision import DecisionModel
-from engines.turn_policy import TurnThresholds, required_silence_ms, text_p_complete, words_reliable
+from engines.turn_policy import (
+    TurnThresholds,
+    confidence_figure,
+    required_silence_ms,
+    result_reliable,
+    text_p_complete,
+)
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind
 from voicelab.pipeline.frames import PreemptFrame
@@ -186,9 +192,8 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
     async def _verdict(self) -> bool:
         """Apply the rule to the silence so far; True once the turn was ended."""
         silence_ms = (time.monotonic() - (self._speech_end or time.monotonic())) * 1000.0
-        logprob = _figure(self._scored_conf, "avg_logprob")
-        reliable = words_reliable(logprob, _figure(self._scored_conf, "compression_ratio"),
-                                  _figure(self._scored_conf, "no_speech_prob"))
+        logprob = confidence_figure(self._scored_conf, "avg_logprob")
+        reliable = result_reliable(self._scored_conf)
         # words the recogniser does not trust may be left out as evidence (off by default: TurnThresholds)
         text_p = self._text_p if reliable or not self._th.drop_unreliable_words else None
         need, why = required_silence_ms(self._audio_p, text_p, self._th, self._resumed_pause_ms)
@@ -227,12 +232,6 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
             return
         self._preempted = text or None
         await self.push_frame(PreemptFrame(text=text))
-
-
-def _figure(conf: Any, name: str) -> float | None:
-    """One of the recogniser's figures from a transcript frame's `result` (None: it gave none)."""
-    v = getattr(conf, name, None)
-    return float(v) if isinstance(v, int | float) else None
 
 
 def _r(p: float | None) -> float | None:
