@@ -80,8 +80,9 @@ fragment has yielded the floor, which is how people resolve overlapping talk: on
 beat or two and the other carries on (Schegloff 2000, "Overlapping talk and the organization of
 turn-taking"). A short complete interruption ("wait", "stop", "hold on", "no no", "excuse me": P(complete)
 0.77-1.0) still stops the bot, and three words or more are a sentence whatever their grammar (the word
-rule's and pipecat's min-words threshold). If the caller meant it, they go on talking, and the next pause
-hears them.
+rule's and pipecat's min-words threshold). The model errs here too: it calls "stop it" (0.41), "wait what"
+(0.29) and "nope" (0.03) fragments, so on those the bot resumes; a caller who meant it says more, and the next
+pause hears them (a wrong RESUME can be undone, a wrong STOP cannot: below).
 
 Only words the recogniser can stand behind may stop the bot. A reading is no evidence when it holds more
 words than the speech could (`words_plausible`: nobody says more than `max_words_per_s`, 6, words a second;
