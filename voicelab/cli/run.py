@@ -67,6 +67,9 @@ def run(
     stt_beam: int = typer.Option(1, help="Whisper's beam size (1: greedy, the default by measurement; a beam "
                                               "repeats short sentences and writes words into breaths)"),
     vad: str = typer.Option("silero", help="silero or webrtc"),
+    clip_grid_ms: int = typer.Option(160, help="caller clips start on this grid of the call clock (ms, a multiple "
+                                               "of 160; 0: at their exact sample): the recogniser then hears the "
+                                               "same samples in every run"),
     out: Path = typer.Option(Path("runs"), help="folder for run folders"),
     matrix: str = typer.Option(None, help=f"run a matrix of configurations and write matrix.json: {MATRIX_HELP}; "
                                           "--matrix alone is the default one"),
@@ -113,7 +116,7 @@ def run(
                               first_min_words=first_chunk_words)
         base = PipelineConfig(engine=engine, base_url=base_url, api_key_env=api_key_env, sampler=sampler,
                               policy=policy, shaper=shaper, stt=stt, stt_beam=stt_beam,
-                              stt_early_final=stt_early_final, vad=vad,
+                              stt_early_final=stt_early_final, vad=vad, clip_grid_ms=clip_grid_ms,
                               barge_in=barge_in, turn=turn, vad_stop_secs=vad_stop_secs, greeting=greeting,
                               preemptive=preemptive,
                               vad_start_secs=vad_start_secs,

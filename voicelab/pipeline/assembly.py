@@ -254,7 +254,7 @@ async def run_call(fixture: Fixture, cfg: PipelineConfig, res: Resources, call_i
         asyncio.get_running_loop().create_task(end_call())
 
     player = FixturePlayerInput(fixture, scheduler, log, recorder, on_done=on_done,
-                                max_call_s=call_limit_s)
+                                max_call_s=call_limit_s, clip_grid_ms=cfg.clip_grid_ms)
     stt = stt_service(cfg, log, decoder=None if own_decoder else res.decoder, recognizer=res.recognizer)
     raw_engine = engine if engine is not None else res.engine
     watched = WatchedEngine(FaultyEngine(raw_engine, plan, log) if faults else raw_engine, log, limits)

@@ -37,6 +37,9 @@ FIXED_DECODING = ("openai", "mercury", "profile")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+CLIP_GRID_UNIT_MS = 160  # lcm(20 ms player frames, 32 ms Silero windows)
+
+
 class PipelineConfigError(ValueError):
     """A bad pipeline setting; the message names the field."""
 
@@ -76,6 +79,10 @@ class PipelineConfig:
     step_ms: float | None = None
     # destructive tool calls need a reason (voicelab.rules.tool_reason): words, confirm (ask when unsure), confidence[:BAR] or off
     tool_reason: str = "words"
+    # caller clips start on this grid of the call clock (ms; 0: at their exact sample). 160 ms is the least common
+    # multiple of the player's 20 ms frames and Silero's 32 ms windows: a clip then meets the same frame and window
+    # boundaries in every run, so the VAD and Whisper get the same samples and read the same words (README)
+    clip_grid_ms: int = 160
     seed: int = 0
     label: str | None = None
 
@@ -114,6 +121,9 @@ class PipelineConfig:
             raise PipelineConfigError(str(e)) from None
         if self.speculative_tts is not None and not 0.0 < self.speculative_tts <= 1.0:
             raise PipelineConfigError(f"speculative_tts: {self.speculative_tts} is not a confidence in (0, 1]")
+        if self.clip_grid_ms < 0 or self.clip_grid_ms % CLIP_GRID_UNIT_MS:
+            raise PipelineConfigError(f"clip_grid_ms: {self.clip_grid_ms} is not 0 or a multiple of "
+                                      f"{CLIP_GRID_UNIT_MS} (20 ms frames and 32 ms VAD windows both fit in it)")
         if self.step_ms is not None and not 0.0 < self.step_ms <= 2000.0:
             raise PipelineConfigError(f"step_ms: {self.step_ms} is not in (0, 2000] ms")
 

@@ -2,7 +2,9 @@
 
 It plays the caller in real time on the call clock of `CallLog` (t_ns 0 = call start = sample 0 of the
 recorded WAV): every `frame_ms` it hands the pipeline the next frame of the caller's line (silence, or the
-clips the `CallerScheduler` has started, mixed in at their exact sample). It logs the ground truth of each
+clips the `CallerScheduler` has started, mixed in at their exact sample, or with `clip_grid_ms` at the next
+point of that grid: a clip whose start follows the bot's timing otherwise meets the frame and VAD-window
+boundaries at another phase in each run, and Whisper tiny.en reads a few ms of shift as other words). It logs the ground truth of each
 clip it places (`caller_clip_*`, `caller_speech_*`), writes the caller into the left channel of the
 recording, and says when the call is over (the scheduler's `done`).
 """
@@ -47,7 +49,7 @@ class FixturePlayerInput(BaseInputTransport):
 
     def __init__(self, fixture: Fixture, scheduler: CallerScheduler, log: CallLog, recorder: CallRecorder,
                  *, frame_ms: int = 20, on_done: Callable[[], Any] | None = None, max_call_s: float = 120.0,
-                 **kwargs: Any) -> None:
+                 clip_grid_ms: int = 0, **kwargs: Any) -> None:
         sr = recorder.sample_rate
         params = TransportParams(audio_in_enabled=True, audio_in_sample_rate=sr, audio_in_passthrough=True)
         super().__init__(params, **kwargs)
@@ -59,6 +61,7 @@ class FixturePlayerInput(BaseInputTransport):
         self.recorder = recorder
         self.sr = sr
         self.frame = sr * frame_ms // 1000
+        self.grid = sr * clip_grid_ms // 1000  # clip starts are rounded up to it (0: exact)
         self.on_done = on_done
         self.max_call_s = max_call_s
         self.stats = PlayerStats()
@@ -128,6 +131,8 @@ class FixturePlayerInput(BaseInputTransport):
         start = max(int(round(start_s * self.sr)), frame_lo)
         if start != int(round(start_s * self.sr)):
             self.stats.late_clips.append(turn)
+        if self.grid:
+            start = -(-start // self.grid) * self.grid  # the same frame and VAD-window phase in every run
         self.scheduler.clip_started(turn, start / self.sr)
         t = self.fixture.turns[turn]
         audio = self._clips[turn]
