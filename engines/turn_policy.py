@@ -87,8 +87,8 @@ pause hears them (a wrong RESUME can be undone, a wrong STOP cannot: below).
 Only words the recogniser can stand behind may stop the bot. A reading is no evidence when it holds more
 words than the speech could (`words_plausible`: nobody says more than `max_words_per_s`, 6, words a second;
 fast speech is ~4-5, auctioneers reach ~6; plus one word for the edges, over the speech the VAD timed plus
-`speech_slack_ms`, 250, for the VAD's late start) or fails Whisper's own
-decode-failure test (`words_reliable`). Whisper tiny.en on short, degraded sounds does both: "i see" on an
+`speech_slack_ms`, 250, for the VAD's late start) or fails Whisper's own decode-failure test
+(`words_reliable`). Whisper tiny.en on short, degraded sounds does both: "i see" on an
 8 kHz line came out "i b i b i b i" (7 words in 0.5 s of speech) or "i p" (mean log probability -1.2),
 "yeah" as "yennon", a cough as "you" (-1.85), and the decision model, trained on clean text, called some of
 them interruptions with P near 1. Such a reading counts as no words for rules 1, 2 and 5. The asymmetry is
@@ -288,8 +288,8 @@ def decide_interruption(words: str, interruption_p: float | None, since_pause_ms
     """STOP, RESUME or WAIT for a bot paused at the caller's voice.
 
     words: the transcript heard since the pause (interim or final) that may be judged ("" when the reading
-    is no evidence: `words_plausible`, `words_reliable`); interruption_p: the decision model's P(interruption) on those words
-    (None if not asked yet); since_pause_ms: time since the bot paused; caller_speaking: the VAD still hears
+    is no evidence: `words_plausible`, `words_reliable`); interruption_p: the decision model's
+    P(interruption) on those words (None if not asked yet); since_pause_ms: time since the bot paused; caller_speaking: the VAD still hears
     the caller; words_final: the words are the recogniser's final reading, not a partial one; heard_words:
     the words recognised at all, judged or not (None: those of `words`); awaiting_final_ms: the time since
     the caller stopped while the final reading of their speech has not landed (None: none is on its way);
