@@ -32,10 +32,13 @@ Why these numbers (principles, not fitted to the bundled audio):
   cost of a false cut-in, which is worse for a caller than a slow reply.
 - A caller who already paused inside this turn and went on has shown that a silence that long
   is not their turn end (the idea behind adaptive endpointing delays such as LiveKit's
-  "dynamic" mode). So every wait above the floor lasts at least the longest
-  pause the caller resumed from in this turn (`resumed_pause_ms`, never past `cap_ms`); only two
-  agreeing sources still end at the floor. A speaker who pauses for effect ("and so my fellow
-  americans ... ask not ...") gets no answer to a fragment the words alone call complete.
+  "dynamic" mode). So every wait lasts at least the longest pause the caller resumed from in this
+  turn (`resumed_pause_ms`, never past `cap_ms`); only two sources that are both sure (P >= `sure`)
+  still end at the floor. A speaker who pauses for effect ("and so my fellow americans ... ask not
+  ...") gets no answer to a fragment the words call complete while the audio only leans that way:
+  the JFK recording's "and so my fellow americans asked not" (text 1.0, audio 0.55) ended at the floor
+  after he had resumed from a 1.2 s pause, and the bot cut in (one run in three; before, agreeing
+  sources of any strength ended at the floor).
 Given the same scores, the decision is monotone in silence: END at t means END at every t' > t.
 
 Words the recogniser itself does not trust are no evidence (`words_reliable`): the decision model was
@@ -162,7 +165,8 @@ def required_silence_ms(audio_p: float | None, text_p: float | None, th: TurnThr
     if resumed_pause_ms < 0:
         raise ValueError(f"resumed_pause_ms must be >= 0, got {resumed_pause_ms}")
     need, why = _evidence_silence_ms(audio_p, text_p, th)
-    if need > th.floor_ms and resumed_pause_ms > need:
+    both_sure = audio_p is not None and text_p is not None and min(audio_p, text_p) >= th.sure
+    if not both_sure and resumed_pause_ms > need:
         return min(th.cap_ms, resumed_pause_ms), f"{why}; the caller went on after a longer pause"
     return need, why
 

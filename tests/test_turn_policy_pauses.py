@@ -41,3 +41,11 @@ def test_a_longer_resumed_pause_never_shortens_the_wait(audio, text, shorter: fl
 def test_still_monotone_in_silence(audio, text, pause: float, silence: float, later: float) -> None:
     if decide_turn(silence, audio, text, resumed_pause_ms=pause).action is TurnAction.END:
         assert decide_turn(silence + later, audio, text, resumed_pause_ms=pause).action is TurnAction.END
+
+
+def test_agreement_that_is_not_sure_on_both_sides_waits_out_a_resumed_pause() -> None:
+    """JFK: "and so my fellow americans asked not" (text 1.0, audio 0.55) after he went on from a 1.2 s pause."""
+    assert required_silence_ms(0.55, 1.0)[0] == TH.floor_ms  # no pause resumed: agreement ends at the floor
+    need, why = required_silence_ms(0.55, 1.0, resumed_pause_ms=1400.0)
+    assert need == 1400.0 and "went on" in why
+    assert required_silence_ms(0.9, 0.95, resumed_pause_ms=1400.0)[0] == TH.floor_ms  # both sure: the floor

@@ -83,7 +83,8 @@ def run(
     preemptive: bool = typer.Option(False, help="with --turn decide: start the engine at the VAD stop on the words "
                                                 "heard so far; the reply is held until the turn is confirmed "
                                                 "and regenerated if the final words differ"),
-    vad_stop_secs: float = typer.Option(0.12, help="VAD silence before speech counts as stopped (pipecat: 0.2)"),
+    vad_stop_secs: float = typer.Option(0.2, help="VAD silence before speech counts as stopped (pipecat's default; "
+                                                  "0.12 can cut a soft last consonant)"),
     vad_start_secs: float = typer.Option(0.2, help="VAD speech before it counts as started"),
     first_chunk_words: int = typer.Option(2, help="phrase shaper: words in a short first chunk"),
     min_words: int = typer.Option(4, help="phrase shaper: words before a clause cut"),
