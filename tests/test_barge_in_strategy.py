@@ -25,7 +25,9 @@ from voicelab.pipeline.barge_in import PauseThenDecide
 from voicelab.pipeline.frames import PlayoutPauseFrame, PlayoutResumeFrame
 from voicelab.pipeline.stt_whisper import SttConfidence
 
-TH = PauseThresholds(settle_ms=50.0, resume_ms=100.0, max_hold_ms=2000.0, final_wait_ms=300.0)
+# final_wait_ms far above the tests' sleeps, so that a slow event loop cannot make a wait look decided
+TH = PauseThresholds(settle_ms=50.0, resume_ms=100.0, max_hold_ms=2000.0, final_wait_ms=800.0)
+SETTLED_S = 0.3  # well past settle_ms (the ticker decides every 10 ms)
 JUDGE = {"all": 0.99, "all right": 0.01, "i b i b i b i": 1.0, "i p": 1.0, "no wait i meant tuesday": 0.98}.get
 DOUBTFUL = SttConfidence(avg_logprob=-1.22, compression_ratio=0.3, no_speech_prob=0.14)  # "i see" read "i p"
 CLEAR = SttConfidence(avg_logprob=-0.3, compression_ratio=0.9, no_speech_prob=0.1)
@@ -64,11 +66,11 @@ class Probe:
         return [e.payload for e in self.log.events if e.kind == K.PAUSE_DECISION]
 
 
-async def _probe() -> Probe:
+async def _probe(judge: Any = JUDGE, complete: Any = None) -> Probe:
     tm = TaskManager()
     tm.setup(TaskManagerParams(loop=asyncio.get_running_loop()))
     log = CallLog("c")
-    strategy = PauseThenDecide(judge=JUDGE, thresholds=TH, tick_s=0.01, log=log)
+    strategy = PauseThenDecide(judge=judge, complete=complete, thresholds=TH, tick_s=0.01, log=log)
     await strategy.setup(FrameProcessorSetup(clock=SystemClock(), task_manager=tm, pipeline_worker=None,  # type: ignore[arg-type]
                                              audio_in_sample_rate=16000))
     probe = Probe(strategy, log)
@@ -100,7 +102,7 @@ async def test_a_looping_reading_of_a_short_sound_resumes() -> None:
     try:
         await pr.send(VADUserStartedSpeakingFrame(start_secs=0.3), VADUserStoppedSpeakingFrame(stop_secs=0.0),
                       TranscriptionFrame("i b i b i b i", "u", "t", finalized=True))
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(SETTLED_S)
         assert pr.started == 0 and pr.kinds()[-1] == PlayoutResumeFrame.__name__
         (row,) = pr.decisions()
         assert row["plausible"] is False and row["reason"] == "untrusted reading: no words"
@@ -126,7 +128,7 @@ async def test_a_final_after_the_resume_does_not_open_the_next_turn() -> None:
     pr = await _probe()
     try:
         await pr.send(VADUserStartedSpeakingFrame(start_secs=0.4), VADUserStoppedSpeakingFrame(stop_secs=0.0))
-        await asyncio.sleep(TH.final_wait_ms / 1000.0 + 0.1)
+        await asyncio.sleep(TH.final_wait_ms / 1000.0 + SETTLED_S)
         assert pr.kinds()[-1] == PlayoutResumeFrame.__name__ and pr.resets == 1
         assert pr.decisions()[0]["reason"] == "no words"
         await pr.send(TranscriptionFrame("all right", "u", "t", finalized=True))
@@ -140,26 +142,19 @@ async def test_a_final_after_the_resume_does_not_open_the_next_turn() -> None:
 async def test_a_dropped_fragment_resumes_and_is_logged() -> None:
     """"i b": the interruption judge says yes (the start of "i would like ..."), the completeness judge says it is
     no whole utterance, and the caller stopped after it."""
-    tm = TaskManager()
-    tm.setup(TaskManagerParams(loop=asyncio.get_running_loop()))
-    log = CallLog("c")
-    strategy = PauseThenDecide(judge=lambda w: 1.0, complete={"i b": 0.27, "wait": 0.98}.get, thresholds=TH,
-                               tick_s=0.01, log=log)
-    await strategy.setup(FrameProcessorSetup(clock=SystemClock(), task_manager=tm, pipeline_worker=None,  # type: ignore[arg-type]
-                                             audio_in_sample_rate=16000))
-    pr = Probe(strategy, log)
+    pr = await _probe(judge=lambda w: 1.0, complete={"i b": 0.27, "wait": 0.98}.get)
     try:
         for words in ("i b", "wait"):
             await pr.send(BotStartedSpeakingFrame(), VADUserStartedSpeakingFrame(start_secs=0.5),
                           VADUserStoppedSpeakingFrame(stop_secs=0.0),
                           TranscriptionFrame(words, "u", "t", result=CLEAR, finalized=True))
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(SETTLED_S)
         first, second = pr.decisions()
         assert first["action"] == "resume" and first["reason"] == "the caller dropped out after a fragment"
         assert first["complete_p"] == 0.27
         assert second["action"] == "stop" and pr.started == 1
     finally:
-        await strategy.cleanup()
+        await pr.strategy.cleanup()
 
 
 async def test_a_reading_whisper_itself_doubts_does_not_stop_the_bot() -> None:
@@ -170,7 +165,7 @@ async def test_a_reading_whisper_itself_doubts_does_not_stop_the_bot() -> None:
         try:
             await pr.send(VADUserStartedSpeakingFrame(start_secs=0.5), VADUserStoppedSpeakingFrame(stop_secs=0.0),
                           TranscriptionFrame("i p", "u", "t", result=conf, finalized=True))
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(SETTLED_S)
             (row,) = pr.decisions()
             assert row["action"] == action and row["reliable"] is (conf is CLEAR)
             assert row["stt_avg_logprob"] == conf.avg_logprob

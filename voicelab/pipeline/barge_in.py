@@ -148,7 +148,6 @@ class PauseThenDecide(BaseUserTurnStartStrategy):
         # a pause resumed before the final reading of its speech landed: that final is the backchannel's, not
         # the opening of the caller's next turn, and is dropped from the aggregation when it lands
         self._late_final_due = False
-        self._pause_conf: Any = None  # the recogniser's figures for the pause's latest reading
         self.decisions: list[tuple[str, str]] = []  # (action, reason) of each pause, for tests and logs
 
     @staticmethod
@@ -197,8 +196,8 @@ class PauseThenDecide(BaseUserTurnStartStrategy):
             conf = frame.result  # the recogniser's own figures (Whisper's `SttConfidence`; None for others)
             self._pause.hear(frame.text, self.judge, final=isinstance(frame, TranscriptionFrame),
                              reliable=result_reliable(conf),
-                             complete=self.complete, fragment_words=self.thresholds.fragment_words)
-            self._pause_conf = conf
+                             complete=self.complete, fragment_words=self.thresholds.fragment_words,
+                             avg_logprob=confidence_figure(conf, "avg_logprob"))
             return await self._decide()
         return ProcessFrameResult.CONTINUE
 
@@ -216,7 +215,6 @@ class PauseThenDecide(BaseUserTurnStartStrategy):
 
     async def _start_pause(self, reason: str = "vad") -> None:
         self._pause = PausedBot(paused_at_ms=self._now_ms())
-        self._pause_conf = None
         await self.push_frame(PlayoutPauseFrame(reason=reason))
         self._ticker = self.create_task(self._tick(), "pause_ticker")
 
@@ -251,13 +249,12 @@ class PauseThenDecide(BaseUserTurnStartStrategy):
             return
         speech = pause.speech_ms(now_ms)
         p = pause.interruption_p
-        logprob = confidence_figure(self._pause_conf, "avg_logprob")
         self._log.log(EventKind.PAUSE_DECISION, self._log.caller_turn_at(self._log.now_ns()), {
             "action": d.action.value, "reason": d.reason, "text": pause.words, "words_final": pause.words_final,
             "interruption_p": None if p is None else round(p, 4), "judge": self.judge_name,
             "complete_p": None if pause.complete_p is None else round(pause.complete_p, 4),
             "plausible": pause.plausible(now_ms, self.thresholds), "reliable": pause.reliable,
-            "stt_avg_logprob": None if logprob is None else round(logprob, 3),
+            "stt_avg_logprob": None if pause.avg_logprob is None else round(pause.avg_logprob, 3),
             "since_pause_ms": round(now_ms - pause.paused_at_ms, 1),
             "speech_ms": None if speech is None else round(speech, 1)})
 

@@ -4,8 +4,8 @@ It plays the caller in real time on the call clock of `CallLog` (t_ns 0 = call s
 recorded WAV): every `frame_ms` it hands the pipeline the next frame of the caller's line (silence, or the
 clips the `CallerScheduler` has started, mixed in at their exact sample, or with `clip_grid_ms` at the next
 point of that grid: a clip whose start follows the bot's timing otherwise meets the frame and VAD-window
-boundaries at another phase in each run, and Whisper tiny.en reads a few ms of shift as other words). It logs the ground truth of each
-clip it places (`caller_clip_*`, `caller_speech_*`), writes the caller into the left channel of the
+boundaries at another phase in each run, and Whisper tiny.en reads a few ms of shift as other words). It
+logs the ground truth of each clip it places (`caller_clip_*`, `caller_speech_*`), writes the caller into the left channel of the
 recording, and says when the call is over (the scheduler's `done`).
 """
 

@@ -84,8 +84,8 @@ def turn_strategies(cfg: PipelineConfig, *, decision: DecisionModel | None = Non
     """Turn start (barge-in rule) and turn end (`decide`, smart-turn or a silence timeout) strategies.
 
     `decision` is the tiny decision model of `--turn decide` (loaded once per configuration); `log` gets its
-    verdicts and those of the paused bot; `models`: the Silero and smart-turn sessions and the barge-in judge shared with other calls (None:
-    their own)."""
+    verdicts and those of the paused bot; `models`: the Silero and smart-turn sessions and the barge-in judge
+    shared with other calls (None: their own)."""
 
     def smart_turn(params: SmartTurnParams) -> LocalSmartTurnAnalyzerV3:
         if models is not None:

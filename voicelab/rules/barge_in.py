@@ -57,42 +57,47 @@ class PausedBot:
     interruption_p: float | None = None
     caller_speaking: bool = True  # a pause begins at the VAD's start of speech
     words_final: bool = False  # the words are the recogniser's final reading (the rule waits for one)
-    speech_ms_done: float = 0.0  # speech in the stretches the turn VAD has closed
+    # speech in the stretches the turn VAD has closed (None: its start came before the pause, length unknown)
+    speech_ms_done: float | None = None
     speech_from_ms: float | None = None  # the estimated start of the stretch under way (None: none)
     stopped_at_ms: float | None = None  # the turn VAD's last stop while a final reading is due (None: none due)
-    timed: bool = False  # the turn VAD's start was seen in this pause, so the speech length is known
     reliable: bool = True  # the recogniser stands behind the words (`words_reliable`)
+    avg_logprob: float | None = None  # the recogniser's mean token log probability of the words, if it gave one
     complete_p: float | None = None  # P(the words are a whole utterance), for a short final reading
 
     def vad_started(self, now_ms: float, start_secs: float = 0.0) -> None:
         """The turn VAD confirmed speech `start_secs` after it began."""
         self.caller_speaking = True
-        self.timed = True
+        self.speech_ms_done = self.speech_ms_done or 0.0
         self.speech_from_ms = now_ms - 1000.0 * start_secs
 
     def vad_stopped(self, now_ms: float, stop_secs: float = 0.0) -> None:
         """The turn VAD confirmed silence `stop_secs` after the speech ended; a final reading is due."""
         self.caller_speaking = False
         if self.speech_from_ms is not None:
-            self.speech_ms_done += max(0.0, now_ms - 1000.0 * stop_secs - self.speech_from_ms)
+            self.speech_ms_done = (self.speech_ms_done or 0.0) + max(0.0, now_ms - 1000.0 * stop_secs
+                                                                      - self.speech_from_ms)
             self.speech_from_ms = None
             self.stopped_at_ms = now_ms
 
     def speech_ms(self, now_ms: float) -> float | None:
         """How long the caller has spoken in this pause (None: unknown, the turn VAD's start came before it)."""
-        if not self.timed:
+        if self.speech_ms_done is None:
             return None
         running = 0.0 if self.speech_from_ms is None else max(0.0, now_ms - self.speech_from_ms)
         return self.speech_ms_done + running
 
     def hear(self, words: str, judge: Judge, final: bool = True, reliable: bool = True,
-             complete: Judge | None = None, fragment_words: int = PauseThresholds().fragment_words) -> None:
+             complete: Judge | None = None, fragment_words: int = PauseThresholds().fragment_words,
+             avg_logprob: float | None = None) -> None:
         """A (cumulative) transcript of the caller since the pause: interim (`final=False`) or final;
         `reliable`: it passes the recogniser's own decode-failure test (`words_reliable`); `complete`: words ->
-        P(a whole utterance), asked of a final reading of at most `fragment_words` words."""
+        P(a whole utterance), asked of a final reading of at most `fragment_words` words; `avg_logprob`: the
+        recogniser's figure, kept for the log."""
         words = words.strip()
         self.words_final = final
         self.reliable = reliable
+        self.avg_logprob = avg_logprob
         if final:
             self.stopped_at_ms = None  # the final reading landed
         if words != self.words:

@@ -7,7 +7,7 @@ would only slow the first). `finish()` (end of speech) starts the final pass ove
 returns a future; if the pass in flight (or the last one done) already covers all the audio, that pass
 *is* the final and no new pass runs. `partial` is the latest partial at any moment, at no cost.
 
-The early final: a VAD confirms the end of speech only after `stop_secs` of silence (0.12 s here), and the
+The early final: a VAD confirms the end of speech only after `stop_secs` of silence (0.2 s by default), and the
 final pass then costs ~100-200 ms more on the critical path. `speech_pausing()` (the VAD's first silent
 frame) starts that pass at once over the audio so far; `speech_resumed()` (speech again before the VAD
 confirmed the stop) drops it; `finish()` takes it as the final when no pass covers more. It leaves out
