@@ -18,6 +18,7 @@
   const CLOCK_PINGS = 5; // ping/pong round trips right after the data channel opens (clock offset)
   const CLOCK_PING_GAP_MS = 200;
   const JITTER_WINDOW_MS = 300; // the reply audio whose jitter-buffer delay is reported
+  const BYE_WAIT_MS = 1500; // at "stop", how long the goodbye may take to reach the server before the call is cut
 
   // Public, read-only view of what the page measured (the browser test reads it).
   const stats = {
@@ -337,7 +338,16 @@
     clearInterval(s.keepalive);
     clearTimeout(s.readyTimer);
     try {
-      if (s.dc && s.dc.readyState === "open") s.dc.send(JSON.stringify({ type: "bye" }));
+      if (s.dc && s.dc.readyState === "open") {
+        s.dc.send(JSON.stringify({ type: "bye" }));
+        // pc.close() drops what the data channel has not delivered yet, such as a client FAR sent a moment
+        // ago; the channel is ordered, so once the server has the goodbye it has everything before it, and it
+        // then ends the session and closes the channel. Wait for that, up to BYE_WAIT_MS.
+        await new Promise((resolve) => {
+          const timer = setTimeout(resolve, BYE_WAIT_MS);
+          s.dc.addEventListener("close", () => { clearTimeout(timer); resolve(); }, { once: true });
+        });
+      }
     } catch (e) { /* closing anyway */ }
     if (s.pc) s.pc.close(); // the server sees the peer go at once, not at the WebRTC timeout
     if (s.stream) s.stream.getTracks().forEach((t) => t.stop());
