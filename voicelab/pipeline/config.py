@@ -20,8 +20,10 @@ from voicelab.gate import GatePolicy, ShaperParams
 from voicelab.rules.tool_reason import ToolReasonError
 from voicelab.rules.tool_reason import parse_mode as parse_tool_reason
 
-STT_CHOICES = ("whisper", "pocketsphinx", "transcript")
-STT_HELP = ("whisper (tiny.en from a package, streamed passes), pocketsphinx (streaming, fast, inaccurate) or "
+STT_CHOICES = ("whisper", "moonshine", "pocketsphinx", "transcript")
+STREAMED_STT = ("whisper", "moonshine")  # whole-utterance recognizers behind voicelab.speech.streaming
+STT_HELP = ("whisper (tiny.en from a package, streamed passes), moonshine (Moonshine base from a package, the same "
+            "passes: more accurate on real voices, ~3x the cost), pocketsphinx (streaming, fast, inaccurate) or "
             "transcript (the fixture's own text: STT out of the budget)")
 BARGE_IN_HELP = ("pause (the VAD pauses the bot, then stop or resume: voicelab.pipeline.barge_in), vad (any "
                  "speech stops the bot) or words:N (N recognised words while the bot talks)")

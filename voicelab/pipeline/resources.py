@@ -7,7 +7,7 @@ from typing import Any
 from engines.decision import DecisionModel, load_decision_model
 from engines.protocol import EngineLike
 from engines.registry import open_engine_spec
-from voicelab.pipeline.config import PipelineConfig
+from voicelab.pipeline.config import STREAMED_STT, PipelineConfig
 from voicelab.pipeline.stt_pocketsphinx import new_decoder
 from voicelab.pipeline.stt_whisper import SharedRecognizer, load_recognizer
 from voicelab.pipeline.tts_piper import load_voice
@@ -21,8 +21,8 @@ class Resources:
         self.engine = open_engine_for(cfg)
         self.voice = load_voice()
         self.decoder: Any = new_decoder(cfg.sample_rate) if cfg.stt == "pocketsphinx" else None
-        self.recognizer: SharedRecognizer | None = (load_recognizer(beam_size=cfg.stt_beam) if cfg.stt == "whisper"
-                                                    else None)
+        self.recognizer: SharedRecognizer | None = (load_recognizer(cfg.stt, beam_size=cfg.stt_beam)
+                                                    if cfg.stt in STREAMED_STT else None)
         self.decision: DecisionModel | None = load_decision_model() if cfg.turn_timeout()[0] == "decide" else None
         self.warm_up()
 

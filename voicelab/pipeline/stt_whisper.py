@@ -40,7 +40,7 @@ import asyncio
 import threading
 from dataclasses import dataclass
 from difflib import SequenceMatcher
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from pipecat.frames.frames import (
@@ -60,7 +60,8 @@ from pipecat.services.stt_service import STTService
 from pipecat.utils.time import time_now_iso8601
 
 from voicelab.pipeline.preroll import PreRoll
-from voicelab.speech.streaming import StreamingWhisper
+from voicelab.speech.moonshine import MoonshineRecognizer
+from voicelab.speech.streaming import Recognizer, StreamingWhisper
 from voicelab.speech.whisper import Transcript, WhisperRecognizer
 
 
@@ -92,21 +93,33 @@ def stt_confidence(t: Transcript) -> SttConfidence | None:
                          no_speech_prob=min(w.no_speech_prob for w in ws))
 
 
-class SharedRecognizer:
-    """One Whisper model for many services: passes take turns."""
+class NamedRecognizer(Recognizer, Protocol):
+    """A whole-utterance recognizer with its model's name: Whisper tiny.en (voicelab.speech.whisper) or Moonshine
+    base (voicelab.speech.moonshine)."""
 
-    def __init__(self, recognizer: WhisperRecognizer) -> None:
+    name: str
+
+
+class SharedRecognizer:
+    """One recognizer model for many services: passes take turns."""
+
+    def __init__(self, recognizer: NamedRecognizer, kind: str = "whisper") -> None:
         self._rec = recognizer
         self._lock = threading.Lock()
+        self.kind = kind  # the --stt name it serves
+        self.name = recognizer.name
 
     def transcribe(self, audio: np.ndarray) -> Transcript:
         with self._lock:
             return self._rec.transcribe(audio)
 
 
-def load_recognizer(cpu_threads: int = 2, beam_size: int = 1) -> SharedRecognizer:
-    """The packaged tiny.en, warmed up (its first pass pays for CTranslate2's start-up)."""
-    rec = SharedRecognizer(WhisperRecognizer(cpu_threads=cpu_threads, beam_size=beam_size))
+def load_recognizer(kind: str = "whisper", cpu_threads: int = 2, beam_size: int = 1) -> SharedRecognizer:
+    """The packaged tiny.en (`kind` whisper) or Moonshine base (moonshine), warmed up (the first pass pays for the
+    runtime's start-up). `beam_size` is Whisper's."""
+    model: NamedRecognizer = (MoonshineRecognizer(cpu_threads=cpu_threads) if kind == "moonshine"
+                         else WhisperRecognizer(cpu_threads=cpu_threads, beam_size=beam_size))
+    rec = SharedRecognizer(model, kind)
     rec.transcribe(np.zeros(16000, dtype=np.float32))
     return rec
 
@@ -132,7 +145,8 @@ class WhisperSTTService(STTService):
     def __init__(self, *, recognizer: SharedRecognizer, preroll_s: float = 0.7, partial_every_s: float = 0.5,
                  interim: bool = True, ttfs_p99_latency: float = 0.5, **kwargs: Any) -> None:
         super().__init__(ttfs_p99_latency=ttfs_p99_latency,
-                         settings=STTSettings(model="whisper-tiny.en", language=None), **kwargs)
+                         settings=STTSettings(model=getattr(recognizer, "name", "whisper-tiny.en"), language=None),
+                         **kwargs)
         self._preroll_s = preroll_s
         self._preroll: PreRoll | None = None  # made at the first audio (the sample rate is known then)
         self._in_utt = False

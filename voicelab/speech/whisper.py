@@ -93,6 +93,8 @@ def packaged_model_path() -> Path:
 class WhisperRecognizer:
     """One loaded Whisper model; `transcribe` one utterance at a time (not thread-safe: one pass at once)."""
 
+    name = "whisper-tiny.en"
+
     def __init__(self, model_path: Path | str | None = None, *, cpu_threads: int = 2, fit_window: bool = True,
                  min_window_s: float = 10.0, tail_pad_s: float = 1.0, compute_type: str = "int8",
                  beam_size: int = 1) -> None:

@@ -41,7 +41,7 @@ from voicelab.web.session import PipelineFactory, ResourcePool, Session, Session
 STATIC_DIR = Path(__file__).parent / "static"
 POLICY_CHOICES = ("pinned", "prefix", "final", "block", "stable:2", "stable:3", "pinned:stable:2", "pinned:block")
 VAD_CHOICES = ("silero", "webrtc")
-STT_CHOICES = ("whisper", "pocketsphinx")  # "transcript" reads a fixture's ground truth; a live caller has none
+STT_CHOICES = ("whisper", "moonshine", "pocketsphinx")  # "transcript" reads a fixture's ground truth; a live caller has none
 OPTION_KEYS = ("engine", "sampler", "policy", "vad", "stt")
 MAX_CANDIDATES = 64
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self' blob:; "

@@ -58,7 +58,7 @@ from voicelab.measure.events import Event, EventKind
 from voicelab.measure.playout import PlayoutLedger
 from voicelab.measure.recording import Track
 from voicelab.pipeline.assembly import build_core, stt_service, turn_vad
-from voicelab.pipeline.config import PipelineConfig
+from voicelab.pipeline.config import STREAMED_STT, PipelineConfig
 from voicelab.pipeline.frames import PlayoutMarkFrame, PlayoutPauseFrame, PlayoutResumeFrame, SnapshotFrame
 from voicelab.pipeline.llm_service import EngineLLMService
 from voicelab.pipeline.observers import EventObserver
@@ -288,7 +288,7 @@ class ResourcePool:
         self._engines: dict[tuple[str, str | None], EngineLike] = {}
         self._voice: Any = None
         self._voice_lock = threading.Lock()
-        self.recognizer: SharedRecognizer | None = None  # Whisper's model, shared by sessions (passes take turns)
+        self.recognizer: SharedRecognizer | None = None  # the streamed recognizer (Whisper or Moonshine), shared by sessions (passes take turns)
         self.decision: DecisionModel | None = None  # the turn-end decision model (one forward pass per question)
         self.turn_models = TurnModels()  # Silero's, smart-turn's ONNX sessions and the barge-in judge
         self._lock = asyncio.Lock()
@@ -300,8 +300,8 @@ class ResourcePool:
             engine = open_engine_for(cfg)
             engine.warm_up()  # first-use costs (torch kernels) here, not in a caller's first reply
             self._engines[key] = engine
-        if cfg.stt == "whisper" and self.recognizer is None:
-            self.recognizer = load_recognizer()
+        if cfg.stt in STREAMED_STT and (self.recognizer is None or self.recognizer.kind != cfg.stt):
+            self.recognizer = load_recognizer(cfg.stt)
         if cfg.turn_timeout()[0] == "decide" and self.decision is None:
             self.decision = load_decision_model()
         self.turn_models.preload(cfg, self.decision)
