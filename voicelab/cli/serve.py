@@ -35,7 +35,7 @@ def serve(
     sampler: Annotated[str | None, typer.Option(help="sampler (default: the engine's own)")] = None,
     policy: Annotated[str, typer.Option(help="gate policy: final, prefix, stable:K, block, pinned[:X]")] = "pinned",
     vad: Annotated[str, typer.Option(help="silero or webrtc")] = "silero",
-    stt: Annotated[str, typer.Option(help="whisper or pocketsphinx (a live call has no fixture transcript)")] = "whisper",
+    stt: Annotated[str, typer.Option(help="whisper, moonshine or pocketsphinx (a live call has no fixture transcript)")] = "whisper",
     turn: Annotated[str, typer.Option(help=TURN_HELP)] = "decide",
     barge_in: Annotated[str, typer.Option(help=BARGE_IN_HELP + "; the browser's speaker pauses and resumes "
                                           "as the recorded call's does")] = "pause",

@@ -18,7 +18,8 @@ Why it is an option and not the default (`benchmarks/results/stt_moonshine.json`
 recordings it reads far better than Whisper tiny.en (WER 2.8 % against 8.1 % over their 9 turns), but on
 the bundled espeak-ng callers over degraded lines worse (38.1 % against 30.7 % over 114 turns), and a pass
 costs about 200 ms per second of audio on these 2 cores (tiny.en: ~100 ms a pass), which sits on the
-critical path of every reply. Zero-padding short utterances to 2 s, a known remedy for short inputs, made
+critical path of every reply; in the pipeline it read nothing at all from the 8 kHz telephone callers
+(README, Results: Recognisers). Zero-padding short utterances to 2 s, a known remedy for short inputs, made
 both suites worse (39.5 % and 13.9 %) and is not done.
 """
 
