@@ -3,6 +3,8 @@
 Every caller turn of the bundled fixtures (audio_fixtures/*/fixture.json) and of the real recordings
 (../shared/real_calls/*/fixture.json) is recognised whole, once per system, on the CPU; WER is against
 the fixture's `text` through voicelab.speech.wer (digits and spelled numbers compare equal).
+`bundled` is everything under audio_fixtures/, which also holds copies of the five real recordings (9 of its
+114 turns, counted in both suites); `voicelab bench stt` (voicelab/speech/bench.py) splits the turns by voice instead.
 
 Systems:
 - `pocketsphinx`: the decoder voicelab/stt_pocketsphinx.py builds (`Decoder(samprate, loglevel="FATAL")`,
@@ -40,6 +42,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from voicelab.fixtures import discover, load_fixture  # noqa: E402
+from voicelab.speech.bench import SttRow, Utterance  # noqa: E402
 from voicelab.speech.text import recognizer_text  # noqa: E402
 from voicelab.speech.wer import word_errors  # noqa: E402
 from voicelab.speech.whisper import SAMPLE_RATE, WhisperRecognizer  # noqa: E402
@@ -47,29 +50,9 @@ from voicelab.speech.whisper import SAMPLE_RATE, WhisperRecognizer  # noqa: E402
 REAL_CALLS = ROOT.parent / "shared" / "real_calls"
 
 
-@dataclass
-class Utterance:
-    suite: str  # "bundled" or "real"
-    fixture: str
-    turn: int
-    text: str
-    audio: np.ndarray
-
-
-@dataclass
-class Row:
-    system: str
-    suite: str
-    fixture: str
-    turn: int
-    audio_s: float
-    reference: str
-    hypothesis: str
-    wer: float
-    errors: int
-    reference_words: int
-    ms: float
-    final_ms: float | None = None
+@dataclass(frozen=True)
+class Row(SttRow):
+    final_ms: float | None = None  # pocketsphinx: the end_utt pass alone
 
 
 def utterances() -> list[Utterance]:

@@ -21,6 +21,7 @@ from engines.errors import CheckpointError  # noqa: E402
 from voicelab.cli import compare, mock_engine, probe, profiles, report, run, serve  # noqa: E402
 from voicelab.cli.common import fail  # noqa: E402
 from voicelab.cli.fixtures import fixtures_app  # noqa: E402
+from voicelab.cli.stt_bench import bench_stt  # noqa: E402
 
 app = typer.Typer(help="voicelab: a voice-agent latency lab for diffusion text engines.", no_args_is_help=True,
                   pretty_exceptions_enable=False, add_completion=False)
@@ -37,6 +38,7 @@ app.command("profiles")(profiles.profiles)
 bench_app = typer.Typer(help="Benchmarks (speed and memory targets live here, not in unit tests).",
                         no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
+bench_app.command("stt")(bench_stt)
 
 
 @bench_app.command("engines")

@@ -31,9 +31,17 @@ import time
 from pathlib import Path
 
 import numpy as np
+import onnxruntime as ort
 
 from voicelab.speech.text import recognizer_text
-from voicelab.speech.whisper import SAMPLE_RATE, RecognizerError, Transcript, WindowScore, compression_ratio
+from voicelab.speech.whisper import (
+    SAMPLE_RATE,
+    RecognizerError,
+    Transcript,
+    WindowScore,
+    check_audio,
+    compression_ratio,
+)
 
 MODEL_FILES = ("encoder_model.ort", "decoder_model_merged.ort", "tokenizer.bin")
 BOS, EOS = 1, 2  # the vocabulary's <s> and </s>
@@ -87,8 +95,6 @@ class MoonshineRecognizer:
 
     def __init__(self, model_path: Path | str | None = None, *, cpu_threads: int = 2,
                  tokens_per_s: float = 6.5) -> None:
-        import onnxruntime as ort  # noqa: PLC0415  (heavy; only a Moonshine run pays for it here)
-
         path = Path(model_path) if model_path is not None else packaged_model_path()
         for name in MODEL_FILES:
             if not (path / name).is_file():
@@ -111,7 +117,7 @@ class MoonshineRecognizer:
 
     def transcribe(self, audio: np.ndarray) -> Transcript:
         """Text of one utterance (float32 mono 16 kHz)."""
-        a = _check_audio(audio)
+        a = np.ascontiguousarray(check_audio(audio))
         t0 = time.perf_counter()
         if a.size < MIN_SAMPLES:
             return Transcript(text="", ms=0.0, audio_s=a.size / SAMPLE_RATE)
@@ -147,11 +153,3 @@ class MoonshineRecognizer:
             cached = True
         return ids, logprobs
 
-
-def _check_audio(audio: np.ndarray) -> np.ndarray:
-    a = np.asarray(audio)
-    if a.ndim != 1:
-        raise RecognizerError(f"audio: expected mono samples (1 dimension), got shape {a.shape}")
-    if a.dtype == np.int16:
-        return a.astype(np.float32) / 32768.0
-    return np.ascontiguousarray(a, dtype=np.float32)

@@ -118,7 +118,7 @@ class WhisperRecognizer:
 
     def transcribe(self, audio: np.ndarray) -> Transcript:
         """Text of one utterance (float32 mono 16 kHz); audio over 30 s goes in consecutive windows."""
-        audio = _check_audio(audio)
+        audio = check_audio(audio)
         t0 = time.perf_counter()
         step = _WINDOW_FRAMES * _HOP
         windows = [self._window(audio[i:i + step]) for i in range(0, max(1, audio.size), step)]
@@ -128,7 +128,7 @@ class WhisperRecognizer:
 
     def transcribe_stock(self, audio: np.ndarray, **options: Any) -> Transcript:
         """faster-whisper's own `transcribe` (30 s window) with greedy English defaults; options override."""
-        audio = _check_audio(audio)
+        audio = check_audio(audio)
         opts: dict[str, Any] = {"language": "en", "beam_size": 1, "best_of": 1, "temperature": 0.0,
                                 "without_timestamps": True, "condition_on_previous_text": False}
         opts.update(options)
@@ -167,7 +167,8 @@ class WhisperRecognizer:
         return text, WindowScore(len(ids), float(avg_logprob), compression_ratio(text), float(result.no_speech_prob))
 
 
-def _check_audio(audio: np.ndarray) -> np.ndarray:
+def check_audio(audio: np.ndarray) -> np.ndarray:
+    """Mono float32 samples in [-1, 1] (int16 scaled); anything else is a RecognizerError naming its shape."""
     a = np.asarray(audio)
     if a.ndim != 1:
         raise RecognizerError(f"audio: expected mono samples (1 dimension), got shape {a.shape}")
