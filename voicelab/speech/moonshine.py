@@ -14,13 +14,13 @@ branch (which also computes the cross-attention keys and values once), later ste
 the cache back. At most `tokens_per_s` (Moonshine's own 6.5 tokens a second of audio) plus a few tokens
 are decoded, which stops a looping decoder.
 
-Why it is an option and not the default (`benchmarks/results/stt_moonshine.json`): on the real human
-recordings it reads far better than Whisper tiny.en (WER 2.8 % against 8.1 % over their 9 turns), but on
-the bundled espeak-ng callers over degraded lines worse (38.1 % against 30.7 % over 114 turns), and a pass
-costs about 200 ms per second of audio on these 2 cores (tiny.en: ~100 ms a pass), which sits on the
-critical path of every reply; in the pipeline it read nothing at all from the 8 kHz telephone callers
-(README, Results: Recognisers). Zero-padding short utterances to 2 s, a known remedy for short inputs, made
-both suites worse (39.5 % and 13.9 %) and is not done.
+Why it is an option and not the default (`voicelab bench stt`, benchmarks/results/stt_bench.json): on the
+real human recordings it reads far better than Whisper tiny.en (WER 2.8 % against 8.1 % over their 9 turns),
+but on the suite's synthetic espeak-ng callers worse (41.2 % against 32.6 % over 105 turns), and a pass costs
+3.6 times as much on these 2 cores (median 376 against 104 ms), which sits on the critical path of every reply;
+in the pipeline it read nothing at all from the 8 kHz telephone callers (README, Results: Recognisers).
+Zero-padding short utterances to 2 s, a known remedy for short inputs, made both worse (41.7 % and 13.9 %) and
+is not done.
 """
 
 from __future__ import annotations
