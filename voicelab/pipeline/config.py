@@ -60,6 +60,9 @@ class PipelineConfig:
     # off by measurement: that frame can fall inside a soft last sound ("americans" read "america")
     stt_early_final: bool = False
     stt_beam: int = 1  # Whisper's beam size; 1 (greedy) by measurement (voicelab/speech/whisper.py)
+    # Whisper's 5 best readings re-ranked by the callers' language model at this weight (voicelab.speech.caller_lm;
+    # 0: greedy, no model)
+    stt_lm: float = 0.0
     vad: str = "silero"  # or "webrtc"
     vad_start_secs: float = 0.2
     # pipecat's default. 0.12 s ended 80 ms sooner but Silero can hear a soft last consonant under noise as 120 ms
@@ -95,6 +98,8 @@ class PipelineConfig:
             raise PipelineConfigError(f"stt: '{self.stt}' is not one of {', '.join(STT_CHOICES)}")
         if not 1 <= self.stt_beam <= 16:
             raise PipelineConfigError(f"stt_beam: {self.stt_beam} is not in 1..16")
+        if not 0 <= self.stt_lm <= 10:
+            raise PipelineConfigError(f"stt_lm: {self.stt_lm} is not in 0..10 (the language model's weight)")
         if self.vad not in ("silero", "webrtc"):
             raise PipelineConfigError(f"vad: '{self.vad}' is not silero or webrtc")
         self.barge_in_words()

@@ -60,6 +60,7 @@ from pipecat.services.stt_service import STTService
 from pipecat.utils.time import time_now_iso8601
 
 from voicelab.pipeline.preroll import PreRoll
+from voicelab.speech.caller_lm import CallerLM
 from voicelab.speech.moonshine import MoonshineRecognizer
 from voicelab.speech.streaming import Recognizer, StreamingWhisper
 from voicelab.speech.whisper import Transcript, WhisperRecognizer
@@ -114,11 +115,17 @@ class SharedRecognizer:
             return self._rec.transcribe(audio)
 
 
-def load_recognizer(kind: str = "whisper", cpu_threads: int = 2, beam_size: int = 1) -> SharedRecognizer:
+def load_recognizer(kind: str = "whisper", cpu_threads: int = 2, beam_size: int = 1,
+                    lm_weight: float = 0.0) -> SharedRecognizer:
     """The packaged tiny.en (`kind` whisper) or Moonshine base (moonshine), warmed up (the first pass pays for the
-    runtime's start-up). `beam_size` is Whisper's."""
-    model: NamedRecognizer = (MoonshineRecognizer(cpu_threads=cpu_threads) if kind == "moonshine"
-                         else WhisperRecognizer(cpu_threads=cpu_threads, beam_size=beam_size))
+    runtime's start-up). `beam_size` and `lm_weight` (the callers' language model, voicelab.speech.caller_lm) are
+    Whisper's."""
+    model: NamedRecognizer
+    if kind == "moonshine":
+        model = MoonshineRecognizer(cpu_threads=cpu_threads)
+    else:
+        model = WhisperRecognizer(cpu_threads=cpu_threads, beam_size=beam_size,
+                                  lm=CallerLM.from_corpus() if lm_weight > 0 else None, lm_weight=lm_weight)
     rec = SharedRecognizer(model, kind)
     rec.transcribe(np.zeros(16000, dtype=np.float32))
     return rec

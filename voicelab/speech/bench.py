@@ -6,6 +6,8 @@ numbers compare equal). Turns are split by who speaks them: `real` for the human
 `audio_fixtures/real.txt`), `synthetic` for the espeak-ng callers. Systems, each with the settings the pipeline
 uses:
 - `whisper`: Whisper tiny.en (voicelab.speech.whisper, greedy, fitted window);
+- `whisper+lm`: the same re-ranking its 5 best readings by the callers' language model at the pipeline's
+  default weight (`--stt-lm`, voicelab.speech.caller_lm);
 - `moonshine`: Moonshine base (voicelab.speech.moonshine);
 - `pocketsphinx`: the wheel's English model, fed 20 ms frames as the transport delivers them; `ms` is the
   `end_utt` pass left after streaming (what the pipeline waits for at the end of speech).
@@ -27,13 +29,14 @@ import numpy as np
 from pocketsphinx import Decoder
 
 from voicelab.fixtures.format import FIXTURES_ROOT, discover, list_names, load_fixture
+from voicelab.speech.caller_lm import DEFAULT_LM_WEIGHT, CallerLM
 from voicelab.speech.moonshine import MoonshineRecognizer
 from voicelab.speech.streaming import Recognizer
 from voicelab.speech.text import recognizer_text
 from voicelab.speech.wer import word_errors
 from voicelab.speech.whisper import SAMPLE_RATE, WhisperRecognizer
 
-SYSTEMS = ("whisper", "moonshine", "pocketsphinx")
+SYSTEMS = ("whisper", "whisper+lm", "moonshine", "pocketsphinx")
 SUITES = ("synthetic", "real", "all")
 
 Pass = Callable[[np.ndarray], tuple[str, float]]  # audio -> (normalised text, ms the caller waits for)
@@ -115,6 +118,8 @@ def system_pass(system: str, threads: int = 2) -> Pass:
     rec: Recognizer
     if system == "whisper":
         rec = WhisperRecognizer(cpu_threads=threads)
+    elif system == "whisper+lm":
+        rec = WhisperRecognizer(cpu_threads=threads, lm=CallerLM.from_corpus(), lm_weight=DEFAULT_LM_WEIGHT)
     elif system == "moonshine":
         rec = MoonshineRecognizer(cpu_threads=threads)
     else:

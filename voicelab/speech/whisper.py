@@ -47,6 +47,7 @@ from faster_whisper import WhisperModel
 from faster_whisper.tokenizer import Tokenizer
 from faster_whisper.transcribe import get_suppressed_tokens
 
+from voicelab.speech.caller_lm import CallerLM
 from voicelab.speech.text import recognizer_text
 
 SAMPLE_RATE = 16000
@@ -68,6 +69,16 @@ class WindowScore:
     avg_logprob: float
     compression_ratio: float
     no_speech_prob: float
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One hypothesis of a window: its text, text tokens, cumulative and mean log probability."""
+
+    text: str
+    tokens: int
+    logprob: float  # over the tokens and the end token
+    avg_logprob: float  # faster-whisper's figure, the one Whisper's decode-failure test reads
 
 
 @dataclass(frozen=True)
@@ -97,9 +108,12 @@ class WhisperRecognizer:
 
     def __init__(self, model_path: Path | str | None = None, *, cpu_threads: int = 2, fit_window: bool = True,
                  min_window_s: float = 10.0, tail_pad_s: float = 1.0, compute_type: str = "int8",
-                 beam_size: int = 1) -> None:
+                 beam_size: int = 1, lm: CallerLM | None = None, lm_weight: float = 0.0, nbest: int = 5) -> None:
         if not 1 <= beam_size <= 16:
             raise RecognizerError(f"beam_size: {beam_size} is not in 1..16")
+        if lm_weight < 0 or (lm_weight > 0 and lm is None) or not 1 <= nbest <= 16:
+            raise RecognizerError(f"lm_weight {lm_weight} / nbest {nbest}: a weight >= 0 (with a model when > 0), "
+                                  "nbest in 1..16")
         path = Path(model_path) if model_path is not None else packaged_model_path()
         for name in ("model.bin", "config.json", "tokenizer.json"):
             if not (path / name).is_file():
@@ -109,6 +123,10 @@ class WhisperRecognizer:
         self.min_window_s = min_window_s
         self.tail_pad_s = tail_pad_s
         self.beam_size = beam_size
+        # re-ranking by the callers' language model (voicelab.speech.caller_lm): a beam of `nbest` gives the readings
+        self.lm = lm if lm_weight > 0 else None
+        self.lm_weight = lm_weight
+        self.nbest = nbest
         self._fw = WhisperModel(str(path), device="cpu", compute_type=compute_type, cpu_threads=cpu_threads)
         multilingual = self._fw.model.is_multilingual
         self._tok = Tokenizer(self._fw.hf_tokenizer, multilingual, task="transcribe",
@@ -140,7 +158,8 @@ class WhisperRecognizer:
         return Transcript(text=recognizer_text(raw), ms=(time.perf_counter() - t0) * 1000,
                           audio_s=audio.size / SAMPLE_RATE, raw=raw, windows=scores)
 
-    def _window(self, audio: np.ndarray) -> tuple[str, WindowScore]:
+    def readings(self, audio: np.ndarray, beam_size: int, n: int = 1) -> tuple[list[Reading], float]:
+        """The `n` best readings of one window (up to 30 s) by a beam of `beam_size` (1: greedy), and P(no speech)."""
         feats = self._fw.feature_extractor(audio)  # (80, frames)
         if self.fit_window:
             # whole seconds of frames so that pass costs stay steady; even, as the encoder strides by 2
@@ -154,17 +173,27 @@ class WhisperRecognizer:
         enc = self._fw.model.encode(ctranslate2.StorageView.from_array(np.ascontiguousarray(feats[None])),
                                     to_cpu=False)
         max_new = min(_MAX_TOKENS, 8 + int(_TOKENS_PER_S * audio.size / SAMPLE_RATE))
-        result = self._fw.model.generate(enc, [self._prompt], beam_size=self.beam_size,
+        result = self._fw.model.generate(enc, [self._prompt], beam_size=beam_size, num_hypotheses=n,
                                          max_length=len(self._prompt) + max_new,
                                          suppress_blank=True, suppress_tokens=self._suppress, return_scores=True,
                                          return_no_speech_prob=True)[0]
-        seq = result.sequences_ids[0]
-        ids = [t for t in seq if t < self._tok.eot]
-        text = str(self._tok.decode(ids)).strip()
-        # faster-whisper's figure (length_penalty 1): the score is the cumulative log probability over len(seq)
-        # (normalised by length, greedy or beam alike)
-        avg_logprob = result.scores[0] * len(seq) / (len(seq) + 1)
-        return text, WindowScore(len(ids), float(avg_logprob), compression_ratio(text), float(result.no_speech_prob))
+        out: list[Reading] = []
+        for seq, score in zip(result.sequences_ids, result.scores, strict=True):
+            ids = [t for t in seq if t < self._tok.eot]
+            # faster-whisper's figure (length_penalty 1): the score is the cumulative log probability over
+            # len(seq) (normalised by length, greedy or beam alike)
+            out.append(Reading(str(self._tok.decode(ids)).strip(), len(ids), score * len(seq),
+                               score * len(seq) / (len(seq) + 1)))
+        return out, float(result.no_speech_prob)
+
+    def _window(self, audio: np.ndarray) -> tuple[str, WindowScore]:
+        if self.lm is None:
+            (best,), no_speech = self.readings(audio, self.beam_size)
+        else:
+            found, no_speech = self.readings(audio, self.nbest, self.nbest)
+            best = max(found, key=lambda r: r.logprob + self.lm_weight * self.lm.logprob(  # type: ignore[union-attr]
+                recognizer_text(r.text).split()))
+        return best.text, WindowScore(best.tokens, best.avg_logprob, compression_ratio(best.text), no_speech)
 
 
 def check_audio(audio: np.ndarray) -> np.ndarray:

@@ -301,7 +301,7 @@ class ResourcePool:
             engine.warm_up()  # first-use costs (torch kernels) here, not in a caller's first reply
             self._engines[key] = engine
         if cfg.stt in STREAMED_STT and (self.recognizer is None or self.recognizer.kind != cfg.stt):
-            self.recognizer = load_recognizer(cfg.stt)
+            self.recognizer = load_recognizer(cfg.stt, lm_weight=cfg.stt_lm)
         if cfg.turn_timeout()[0] == "decide" and self.decision is None:
             self.decision = load_decision_model()
         self.turn_models.preload(cfg, self.decision)
