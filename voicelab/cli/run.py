@@ -28,6 +28,7 @@ from voicelab.rules.tool_reason import TOOL_REASON_HELP
 from voicelab.runs.cluster import ClusterError
 from voicelab.runs.folder import RunFolderError
 from voicelab.runs.run import MATRIX_HELP, check_ray, default_matrix, failed_runs, run_fixtures
+from voicelab.speech.caller_lm import DEFAULT_LM_WEIGHT
 
 
 def _is_matrix_name(token: str) -> bool:
@@ -66,8 +67,9 @@ def run(
                                                      "measurement: it can cut a soft last sound"),
     stt_beam: int = typer.Option(1, help="Whisper's beam size (1: greedy, the default by measurement; a beam "
                                               "repeats short sentences and writes words into breaths)"),
-    stt_lm: float = typer.Option(0.0, help="Whisper: re-rank its 5 best readings by the callers' language model at "
-                                           "this weight (0: greedy; 0.3 was chosen on clips the suite never plays)"),
+    stt_lm: float = typer.Option(DEFAULT_LM_WEIGHT, help="Whisper: re-rank its 5 best readings by the callers' "
+                                 "language model at this weight (0: greedy, no model; the default was chosen on "
+                                 "clips the suite never plays)"),
     vad: str = typer.Option("silero", help="silero or webrtc"),
     clip_grid_ms: int = typer.Option(160, help="caller clips start on this grid of the call clock (ms, a multiple "
                                                "of 160; 0: at their exact sample): the recogniser then hears the "

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from voicelab.gate import GatePolicy, ShaperParams
 from voicelab.rules.tool_reason import ToolReasonError
 from voicelab.rules.tool_reason import parse_mode as parse_tool_reason
+from voicelab.speech.caller_lm import DEFAULT_LM_WEIGHT
 
 STT_CHOICES = ("whisper", "moonshine", "pocketsphinx", "transcript")
 STREAMED_STT = ("whisper", "moonshine")  # whole-utterance recognizers behind voicelab.speech.streaming
@@ -61,8 +62,8 @@ class PipelineConfig:
     stt_early_final: bool = False
     stt_beam: int = 1  # Whisper's beam size; 1 (greedy) by measurement (voicelab/speech/whisper.py)
     # Whisper's 5 best readings re-ranked by the callers' language model at this weight (voicelab.speech.caller_lm;
-    # 0: greedy, no model)
-    stt_lm: float = 0.0
+    # 0: greedy, no model); on by measurement (README, Recognition)
+    stt_lm: float = DEFAULT_LM_WEIGHT
     vad: str = "silero"  # or "webrtc"
     vad_start_secs: float = 0.2
     # pipecat's default. 0.12 s ended 80 ms sooner but Silero can hear a soft last consonant under noise as 120 ms
