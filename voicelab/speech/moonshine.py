@@ -17,7 +17,7 @@ are decoded, which stops a looping decoder.
 Why it is an option and not the default (`voicelab bench stt`, benchmarks/results/stt_bench.json): on the
 real human recordings it reads far better than Whisper tiny.en (WER 2.8 % against 8.1 % over their 9 turns),
 but on the suite's synthetic espeak-ng callers worse (41.2 % against 32.6 % over 105 turns), and a pass costs
-3.6 times as much on these 2 cores (median 376 against 104 ms), which sits on the critical path of every reply;
+3.6-3.9 times as much on these 2 cores (median 376 against 104 ms, 448 against 115 ms in a second run), which sits on the critical path of every reply;
 in the pipeline it read nothing at all from the 8 kHz telephone callers (README, Results: Recognisers).
 Zero-padding short utterances to 2 s, a known remedy for short inputs, made both worse (41.7 % and 13.9 %) and
 is not done.
