@@ -49,6 +49,7 @@ def tuning_texts(n: int, seed: int = 20261201) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=96, help="clips (texts), spread over the voices and lines")
+    ap.add_argument("--nbest", type=int, default=5, help="beam size and readings per clip")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "stt_lm_tune.json")
     args = ap.parse_args()
     rec = WhisperRecognizer(cpu_threads=2)
@@ -64,7 +65,7 @@ def main() -> None:
             y, sr = B._finish(spec, x, 0)
             audio = soxr.resample(y, sr, SAMPLE_RATE).astype(np.float32) if sr != SAMPLE_RATE else y.astype(np.float32)
             (greedy,), _ = rec.readings(audio, 1)
-            five, _ = rec.readings(audio, 5, 5)
+            five, _ = rec.readings(audio, args.nbest, args.nbest)
             clips.append({"text": text, "voice": voice.espeak_voice, "line": line_name,
                           "greedy": recognizer_text(greedy.text),
                           "readings": [{"text": recognizer_text(r.text), "logprob": round(r.logprob, 4),
@@ -79,7 +80,7 @@ def main() -> None:
         grid[str(w)] = round(float(np.mean(wers)), 4)
     greedy_wer = round(float(np.mean([word_errors(c["text"], c["greedy"]).rate for c in clips])), 4)
     best_w = min(WEIGHTS, key=lambda w: (grid[str(w)], w))
-    doc = {"command": "benchmarks/stt_lm_tune.py " + " ".join(sys.argv[1:]), "clips": len(clips),
+    doc = {"command": "benchmarks/stt_lm_tune.py " + " ".join(sys.argv[1:]), "clips": len(clips), "nbest": args.nbest,
            "greedy_wer": greedy_wer, "beam5_wer_by_weight": grid, "chosen_weight": best_w, "rows": clips}
     args.out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     print("greedy", greedy_wer, "by weight", grid, "chosen", best_w)
