@@ -21,8 +21,7 @@ def test_a_wait_lasts_at_least_the_longest_resumed_pause() -> None:
     assert required_silence_ms(0.2, 0.99, resumed_pause_ms=300.0)[0] == TH.medium_ms  # shorter: no change
 
 
-def test_agreeing_sources_still_end_at_the_floor_and_no_wait_passes_the_cap() -> None:
-    assert required_silence_ms(0.9, 0.95, resumed_pause_ms=1500.0)[0] == TH.floor_ms
+def test_no_wait_passes_the_cap() -> None:
     assert required_silence_ms(0.2, 0.1, resumed_pause_ms=9000.0)[0] == TH.cap_ms
     with pytest.raises(ValueError, match="resumed_pause_ms"):
         required_silence_ms(0.5, 0.5, resumed_pause_ms=-1.0)
@@ -43,9 +42,11 @@ def test_still_monotone_in_silence(audio, text, pause: float, silence: float, la
         assert decide_turn(silence + later, audio, text, resumed_pause_ms=pause).action is TurnAction.END
 
 
-def test_agreement_that_is_not_sure_on_both_sides_waits_out_a_resumed_pause() -> None:
-    """JFK: "and so my fellow americans asked not" (text 1.0, audio 0.55) after he went on from a 1.2 s pause."""
+def test_agreement_of_any_strength_waits_out_a_resumed_pause() -> None:
+    """JFK: "and so my fellow americans asked not" (text 1.0, audio 0.55) after he went on from a 1.2 s pause, and
+    "... ask not" (text 0.967, audio 0.952) after a 1.8 s one: both cut in when agreement was exempt."""
     assert required_silence_ms(0.55, 1.0)[0] == TH.floor_ms  # no pause resumed: agreement ends at the floor
     need, why = required_silence_ms(0.55, 1.0, resumed_pause_ms=1400.0)
     assert need == 1400.0 and "went on" in why
-    assert required_silence_ms(0.9, 0.95, resumed_pause_ms=1400.0)[0] == TH.floor_ms  # both sure: the floor
+    assert required_silence_ms(0.952, 0.967, resumed_pause_ms=1759.0)[0] == 1759.0  # both sure: still the pause
+    assert decide_turn(405.0, 0.952, 0.967, resumed_pause_ms=1759.0).action is TurnAction.WAIT
