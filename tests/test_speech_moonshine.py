@@ -21,6 +21,7 @@ from voicelab.speech.moonshine import (
     packaged_model_path,
     read_vocabulary,
 )
+from voicelab.speech.recognizers import make_recognizer
 from voicelab.speech.wer import word_error_rate
 from voicelab.speech.whisper import RecognizerError
 
@@ -34,9 +35,8 @@ def test_the_vocabulary_reads_whole_and_decodes_word_marks() -> None:
     vocab = read_vocabulary(packaged_model_path() / "tokenizer.bin")
     assert len(vocab) == 32000  # Moonshine's SentencePiece vocabulary, the decoder's logits above it are unused
     assert vocab[BOS] == b"<s>" and vocab[EOS] == b"</s>" and vocab[3] == b"\x00"  # then the 256 byte tokens
-    ids = [i for i, t in enumerate(vocab) if t in ("\u2581hello".encode(), "\u2581there".encode())]
-    assert detokenize(vocab, [BOS, *sorted(ids, key=lambda i: vocab[i] != "\u2581hello".encode()), EOS]) \
-        == "hello there"
+    hello, there = vocab.index("\u2581hello".encode()), vocab.index("\u2581there".encode())
+    assert detokenize(vocab, [BOS, hello, there, EOS]) == "hello there"  # word marks to spaces, specials dropped
 
 
 def test_a_bad_vocabulary_or_folder_is_named(tmp_path: Path) -> None:
@@ -45,6 +45,8 @@ def test_a_bad_vocabulary_or_folder_is_named(tmp_path: Path) -> None:
         read_vocabulary(tmp_path / "tokenizer.bin")
     with pytest.raises(RecognizerError, match="encoder_model.ort is missing"):
         MoonshineRecognizer(tmp_path)
+    with pytest.raises(RecognizerError, match="not whisper or moonshine"):
+        make_recognizer("vosk")
 
 
 def test_a_bundled_clip_and_a_real_voice_are_read(recognizer: MoonshineRecognizer) -> None:

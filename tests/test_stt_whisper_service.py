@@ -65,6 +65,7 @@ class Scored:
     """A recognizer whose every pass reads "and happy ball" with tiny.en's doubt."""
 
     WINDOW = WindowScore(tokens=3, avg_logprob=-1.068, compression_ratio=0.667, no_speech_prob=0.384)
+    name = "scored"
 
     def transcribe(self, audio: np.ndarray) -> Transcript:
         return _transcript("and happy ball", self.WINDOW)

@@ -54,7 +54,7 @@ def test_turn_vad_wraps_only_for_whisper_with_the_early_final() -> None:
 
     class NoLoad(SharedRecognizer):
         def __init__(self) -> None:  # no model: the service is only built here
-            pass
+            self.kind, self.name = "whisper", "no-load"
 
     class Log:
         pass

@@ -85,7 +85,7 @@ def stt_service(cfg: PipelineConfig, log: CallLog, *, decoder: Any = None,
     partial passes for every utterance (a live page shows them); else only where something reads them."""
     sr = cfg.sample_rate
     if cfg.stt in STREAMED_STT:
-        if recognizer is None or getattr(recognizer, "kind", cfg.stt) != cfg.stt:  # loaded for another --stt
+        if recognizer is None or recognizer.kind != cfg.stt:  # none yet, or one loaded for another --stt
             recognizer = load_recognizer(cfg.stt, beam_size=cfg.stt_beam, lm_weight=cfg.stt_lm)
         return WhisperSTTService(recognizer=recognizer, sample_rate=sr,
                                  interim=interim or cfg.preemptive)

@@ -21,8 +21,8 @@ class Resources:
         self.engine = open_engine_for(cfg)
         self.voice = load_voice()
         self.decoder: Any = new_decoder(cfg.sample_rate) if cfg.stt == "pocketsphinx" else None
-        self.recognizer: SharedRecognizer | None = (load_recognizer(cfg.stt, beam_size=cfg.stt_beam, lm_weight=cfg.stt_lm)
-                                                    if cfg.stt in STREAMED_STT else None)
+        self.recognizer: SharedRecognizer | None = (
+            load_recognizer(cfg.stt, beam_size=cfg.stt_beam, lm_weight=cfg.stt_lm) if cfg.stt in STREAMED_STT else None)
         self.decision: DecisionModel | None = load_decision_model() if cfg.turn_timeout()[0] == "decide" else None
         self.warm_up()
 

@@ -60,10 +60,9 @@ from pipecat.services.stt_service import STTService
 from pipecat.utils.time import time_now_iso8601
 
 from voicelab.pipeline.preroll import PreRoll
-from voicelab.speech.caller_lm import CallerLM
-from voicelab.speech.moonshine import MoonshineRecognizer
+from voicelab.speech.recognizers import make_recognizer
 from voicelab.speech.streaming import Recognizer, StreamingWhisper
-from voicelab.speech.whisper import Transcript, WhisperRecognizer
+from voicelab.speech.whisper import Transcript
 
 
 @dataclass(frozen=True)
@@ -120,13 +119,7 @@ def load_recognizer(kind: str = "whisper", cpu_threads: int = 2, beam_size: int 
     """The packaged tiny.en (`kind` whisper) or Moonshine base (moonshine), warmed up (the first pass pays for the
     runtime's start-up). `beam_size` and `lm_weight` (the callers' language model, voicelab.speech.caller_lm) are
     Whisper's."""
-    model: NamedRecognizer
-    if kind == "moonshine":
-        model = MoonshineRecognizer(cpu_threads=cpu_threads)
-    else:
-        model = WhisperRecognizer(cpu_threads=cpu_threads, beam_size=beam_size,
-                                  lm=CallerLM.from_corpus() if lm_weight > 0 else None, lm_weight=lm_weight)
-    rec = SharedRecognizer(model, kind)
+    rec = SharedRecognizer(make_recognizer(kind, cpu_threads, beam_size, lm_weight), kind)
     rec.transcribe(np.zeros(16000, dtype=np.float32))
     return rec
 
@@ -152,8 +145,7 @@ class WhisperSTTService(STTService):
     def __init__(self, *, recognizer: SharedRecognizer, preroll_s: float = 0.7, partial_every_s: float = 0.5,
                  interim: bool = True, ttfs_p99_latency: float = 0.5, **kwargs: Any) -> None:
         super().__init__(ttfs_p99_latency=ttfs_p99_latency,
-                         settings=STTSettings(model=getattr(recognizer, "name", "whisper-tiny.en"), language=None),
-                         **kwargs)
+                         settings=STTSettings(model=recognizer.name, language=None), **kwargs)
         self._preroll_s = preroll_s
         self._preroll: PreRoll | None = None  # made at the first audio (the sample rate is known then)
         self._in_utt = False

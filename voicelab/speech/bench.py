@@ -29,12 +29,11 @@ import numpy as np
 from pocketsphinx import Decoder
 
 from voicelab.fixtures.format import FIXTURES_ROOT, discover, list_names, load_fixture
-from voicelab.speech.caller_lm import DEFAULT_LM_WEIGHT, CallerLM
-from voicelab.speech.moonshine import MoonshineRecognizer
-from voicelab.speech.streaming import Recognizer
+from voicelab.speech.caller_lm import DEFAULT_LM_WEIGHT
+from voicelab.speech.recognizers import make_recognizer
 from voicelab.speech.text import recognizer_text
 from voicelab.speech.wer import word_errors
-from voicelab.speech.whisper import SAMPLE_RATE, WhisperRecognizer
+from voicelab.speech.whisper import SAMPLE_RATE
 
 SYSTEMS = ("whisper", "whisper+lm", "moonshine", "pocketsphinx")
 SUITES = ("synthetic", "real", "all")
@@ -115,15 +114,10 @@ def system_pass(system: str, threads: int = 2) -> Pass:
     """One loaded recogniser as a function of one utterance."""
     if system == "pocketsphinx":
         return pocketsphinx_pass()
-    rec: Recognizer
-    if system == "whisper":
-        rec = WhisperRecognizer(cpu_threads=threads)
-    elif system == "whisper+lm":
-        rec = WhisperRecognizer(cpu_threads=threads, lm=CallerLM.from_corpus(), lm_weight=DEFAULT_LM_WEIGHT)
-    elif system == "moonshine":
-        rec = MoonshineRecognizer(cpu_threads=threads)
-    else:
+    if system not in SYSTEMS:
         raise BenchError(f"systems: '{system}' is not one of {', '.join(SYSTEMS)}")
+    rec = (make_recognizer("whisper", threads, lm_weight=DEFAULT_LM_WEIGHT) if system == "whisper+lm"
+           else make_recognizer(system, threads))
 
     def run(audio: np.ndarray) -> tuple[str, float]:
         t = rec.transcribe(audio)

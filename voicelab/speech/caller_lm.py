@@ -18,6 +18,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from engines.corpus import generate
 from voicelab.speech.text import recognizer_text
@@ -61,10 +62,13 @@ class CallerLM:
                      for m in ex.messages if m["role"] == "user"]
         return cls.from_sentences(s for s in sentences if s)
 
+    @cached_property
+    def _unseen_denominator(self) -> int:
+        """Add-one over the vocabulary plus the unseen word (counted once: `logprob` runs for every reading)."""
+        return sum(self.unigrams.values()) + len(self.unigrams) + 1
+
     def logprob(self, words: Sequence[str]) -> float:
         """log P(words, then the end of the turn)."""
-        total = sum(self.unigrams.values())
-        vocab = len(self.unigrams) + 1  # + the unseen word
         w = [START, START, *words, END]
         out = 0.0
         for i in range(2, len(w)):
@@ -74,6 +78,6 @@ class CallerLM:
             elif self.bigrams[bi]:
                 p = BACKOFF * self.bigrams[bi] / self.contexts1[bi[0]]
             else:
-                p = BACKOFF * BACKOFF * (self.unigrams[w[i]] + 1) / (total + vocab)
+                p = BACKOFF * BACKOFF * (self.unigrams[w[i]] + 1) / self._unseen_denominator
             out += math.log(p)
         return out

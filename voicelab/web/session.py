@@ -288,7 +288,8 @@ class ResourcePool:
         self._engines: dict[tuple[str, str | None], EngineLike] = {}
         self._voice: Any = None
         self._voice_lock = threading.Lock()
-        self.recognizer: SharedRecognizer | None = None  # the streamed recognizer (Whisper or Moonshine), shared by sessions (passes take turns)
+        # the streamed recognizer (Whisper or Moonshine), shared by sessions (passes take turns)
+        self.recognizer: SharedRecognizer | None = None
         self.decision: DecisionModel | None = None  # the turn-end decision model (one forward pass per question)
         self.turn_models = TurnModels()  # Silero's, smart-turn's ONNX sessions and the barge-in judge
         self._lock = asyncio.Lock()
