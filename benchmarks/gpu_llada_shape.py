@@ -1,6 +1,6 @@
 """Denoising step latency of a LLaDA-8B-shaped model at batch 1, against the bandwidth floor.
 
-Builds a random-weight model of LLaDA-8B-Instruct's shape (engines/model.py, bf16 on a GPU),
+Builds a random-weight model of LLaDA-8B-Instruct's shape (engines/local/model.py, bf16 on a GPU),
 times one full denoising forward (no cache, as LLaDA's generate.py) and one block step with the
 dual block cache (Fast-dLLM), and compares both with the floor every batch-1 step must pay:
 weight bytes / measured device copy bandwidth.
@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from engines.model import KVCache, LLaDAModel, ModelConfig  # noqa: E402
+from engines.local.model import KVCache, LLaDAModel, ModelConfig  # noqa: E402
 
 SHAPES = {
     # LLaDA-8B-Instruct config.json

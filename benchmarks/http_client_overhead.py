@@ -20,10 +20,10 @@ import time
 import httpx
 import torch
 
-from engines.mercury import MercuryEngine
-from engines.mock_server import start_mock
-from engines.openai_stream import OpenAIStreamEngine
-from engines.probe import DEFAULT_PROMPTS
+from engines.eval.probe import DEFAULT_PROMPTS
+from engines.hosted.mercury import MercuryEngine
+from engines.hosted.openai_stream import OpenAIStreamEngine
+from engines.simulated.mock_server import start_mock
 
 
 async def _replay(engine: OpenAIStreamEngine, lines: list[str]) -> float:

@@ -1,7 +1,7 @@
 """Choose the weight of the callers' language model (`--stt-lm W`) on audio the suite never plays.
 
 The tuning set: caller requests drawn from the corpus generator with a seed no engine or fixture uses
-(`engines.corpus.generate(600, 20261201)`, the last caller turn of each chat, garbled `clarify` requests left
+(`engines.shop.corpus.generate(600, 20261201)`, the last caller turn of each chat, garbled `clarify` requests left
 out), spoken by four espeak-ng voices that no fixture uses, each over one of four lines (clean, a small room, a
 heavy-noise line, a noisy 8 kHz telephone line), built with the fixture builder's own effects. Whisper tiny.en
 gives each clip its 5 best readings (a beam of 5) and its greedy one; every weight W re-ranks the 5 by
@@ -24,7 +24,7 @@ import soxr
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from engines.corpus import generate  # noqa: E402
+from engines.shop.corpus import generate  # noqa: E402
 from voicelab.fixtures import build as B  # noqa: E402
 from voicelab.speech.caller_lm import CallerLM  # noqa: E402
 from voicelab.speech.text import recognizer_text  # noqa: E402

@@ -49,7 +49,7 @@ def main() -> None:
                                  "reference": t.text, "hypothesis": hyp, "wer": word_errors(t.text, hyp).rate})
     summary = {str(tail): round(100 * float(np.mean([r["wer"] for r in rows if r["tail_ms"] == tail])), 1)
                for tail in a.tails_ms}
-    # the last word decides a cut-off (engines/decision_corpus.py): how often is it read right?
+    # the last word decides a cut-off (engines/decision/corpus.py): how often is it read right?
     def last_ok(r: dict[str, object]) -> bool:
         ref, hyp = comparable_words(str(r["reference"])), comparable_words(str(r["hypothesis"]))
         return bool(ref and hyp and ref[-1] == hyp[-1])

@@ -10,10 +10,10 @@ from importlib import import_module
 from typing import Any
 
 _EXPORTS = {
-    "Checkpoint": "engines.checkpoint", "load": "engines.checkpoint",
-    "Engine": "engines.engine", "Generation": "engines.engine", "open_engine": "engines.engine",
+    "Checkpoint": "engines.local.checkpoint", "load": "engines.local.checkpoint",
+    "Engine": "engines.local.engine", "Generation": "engines.local.engine", "open_engine": "engines.local.engine",
     "CheckpointError": "engines.errors",
-    "SAMPLERS": "engines.samplers", "SamplerConfig": "engines.samplers",
+    "SAMPLERS": "engines.local.samplers", "SamplerConfig": "engines.local.samplers",
     "Snapshot": "engines.snapshot",
     "ReplayEngine": "engines.trace", "record": "engines.trace",
 }

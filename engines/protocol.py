@@ -1,6 +1,6 @@
 """The engine protocol: the one contract every text engine meets (DESIGN.md §1).
 
-Implemented by `engines.engine.Engine` (the tiny and real checkpoints), `engines.trace.ReplayEngine`
+Implemented by `engines.local.engine.Engine` (the tiny and real checkpoints), `engines.trace.ReplayEngine`
 and every engine to come (HTTP clients, timing profiles). The voice pipeline, the web demo and the
 run writer use only these members, so nothing probes an engine with getattr.
 
@@ -10,10 +10,21 @@ Plain Python, no torch.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from engines.chat_stream import Usage
 from engines.snapshot import Snapshot
+
+
+@dataclass
+class Usage:
+    """Tokens a call was billed for (the usage chunk; None fields if the server sent none)."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+    def to_dict(self) -> dict[str, int | None]:
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
 
 
 @runtime_checkable

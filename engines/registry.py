@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from engines.errors import EngineSpecError
-from engines.profiles import PROFILES, get_profile
 from engines.protocol import EngineLike
+from engines.simulated.profiles import PROFILES, get_profile
 
 SPEC_FORMS = ("diffusion", "ar", "PATH", "replay:PATH", "openai:MODEL", "mercury:MODEL[+diffusing]",
               "profile:NAME", "profile:NAME@http")
-SAMPLER_NAMES = ("threshold", "low_confidence", "revising", "autoregressive")  # engines.samplers.SAMPLERS
+SAMPLER_NAMES = ("threshold", "low_confidence", "revising", "autoregressive")  # == engines.local.samplers.SAMPLERS (a test checks)
 DEFAULT_API_KEY_ENV = {"openai": "OPENAI_API_KEY", "mercury": "INCEPTION_API_KEY"}
 
 
@@ -53,6 +53,73 @@ def _key_env(kind: str, base_url: str | None, api_key_env: str | None) -> str | 
 
     name = DEFAULT_API_KEY_ENV[kind]
     return name if os.environ.get(name) else None
+
+
+def shipped_engines() -> list[str]:
+    """The tiny engines whose weights are present in this install (`diffusion`, `ar`)."""
+    from engines.local import TINY_MODELS
+
+    return [name for name, folder in TINY_MODELS.items() if (folder / "config.json").is_file()]
+
+
+def check_sampler(engine: str, sampler: str | None, causal: bool | None) -> None:
+    """A known sampler that fits the engine (`causal` None: the engine's kind is not known here)."""
+    if sampler is None:
+        return
+    if sampler not in SAMPLER_NAMES:
+        raise EngineSpecError(f"--sampler '{sampler}': unknown (choose from {', '.join(SAMPLER_NAMES)})")
+    if causal is True and sampler != "autoregressive":
+        raise EngineSpecError(f"--engine {engine} --sampler {sampler}: an autoregressive model decodes only with "
+                              "'autoregressive' (or leave --sampler out)")
+    if causal is False and sampler == "autoregressive":
+        raise EngineSpecError(f"--engine {engine} --sampler {sampler}: a diffusion model needs a diffusion sampler "
+                              f"({', '.join(s for s in SAMPLER_NAMES if s != 'autoregressive')})")
+
+
+def check_engine_options(engine: str, *, sampler: str | None = None, step_ms: float | None = None,
+                         base_url: str | None = None, api_key_env: str | None = None) -> None:
+    """The engine options of a run, checked before anything loads; each refusal one line naming the option:
+
+    - the sampler is a known one and fits the engine: an autoregressive (causal) checkpoint decodes only with
+      `autoregressive`, a diffusion one never does (the tiny `ar` with `threshold` babbles "ononon...");
+    - a replay trace is readable UTF-8, every snapshot line well formed, and it holds at least one generation
+      (else every turn would error); `--sampler` and `--step-ms` do not apply to it;
+    - a checkpoint folder's config.json is UTF-8 JSON with fields of the right types;
+    - other specs (HTTP engines, profiles) pass `check_spec` (form, profile name, `+flags`, the key's variable,
+      where --base-url applies), which opens nothing.
+    Raises EngineSpecError (option conflicts) or CheckpointError (files).
+    """
+    from engines.errors import CheckpointError
+    from engines.local import TINY_MODELS
+    from engines.local.checkpoint import read_config
+    from engines.trace import read_trace
+
+    if base_url is not None or api_key_env is not None:  # only where they apply
+        check_spec(engine, base_url=base_url, api_key_env=api_key_env)
+    if engine.startswith("replay:"):
+        path = Path(engine.split(":", 1)[1])
+        if sampler is not None:
+            raise EngineSpecError(f"--sampler '{sampler}': a replay trace plays back its own recorded sampler")
+        _, gens = read_trace(path)  # TraceError (a CheckpointError) names the file and line
+        if not gens:
+            raise CheckpointError(f"{path}: trace holds no generation (a header alone answers nothing)")
+        if not any(g.snapshots for g in gens):
+            raise CheckpointError(f"{path}: no generation in the trace has a snapshot")
+        if step_ms is not None:
+            raise EngineSpecError("--step-ms: a replay trace plays back its own recorded timing")
+        return
+    folder = TINY_MODELS.get(engine, Path(engine))
+    if step_ms is not None and not folder.is_dir():
+        raise EngineSpecError(f"--step-ms: engine '{engine}' has its own timing (step pacing is for the tiny "
+                              "models and checkpoint folders)")
+    if folder.is_dir():
+        check_sampler(engine, sampler, read_config(folder).causal)
+    elif ":" in engine:
+        check_sampler(engine, sampler, None)
+        check_spec(engine, sampler=sampler, base_url=base_url, api_key_env=api_key_env)
+    else:
+        raise CheckpointError(f"{folder}: checkpoint folder not found (--engine takes diffusion, ar, a folder, "
+                              "replay:TRACE.jsonl, openai:MODEL, mercury:MODEL[+diffusing] or profile:NAME[@http])")
 
 
 def check_spec(spec: str, *, sampler: str | None = None, base_url: str | None = None,
@@ -91,7 +158,7 @@ def check_spec(spec: str, *, sampler: str | None = None, base_url: str | None = 
         if at and not (where == "http" or (where.startswith("http:") and where[5:].isdigit())):
             raise EngineSpecError(f"engine '{spec}': expected profile:NAME@http or profile:NAME@http:PORT")
     elif Path(spec).is_dir() and (Path(spec) / "config.json").is_file():
-        from engines.checkpoint import read_config
+        from engines.local.checkpoint import read_config
 
         _check_sampler(spec, read_config(Path(spec)).causal, sampler)
     else:
@@ -110,7 +177,7 @@ def open_engine_spec(spec: str, *, sampler: str | None = None, base_url: str | N
     kind, sep, rest = spec.partition(":")
     if spec in ("diffusion", "ar"):
         _check_sampler(spec, spec == "ar", sampler)
-        from engines.engine import open_engine
+        from engines.local.engine import open_engine
 
         return open_engine(spec, sampler, device=device, **pace)
     if pace:
@@ -127,12 +194,12 @@ def open_engine_spec(spec: str, *, sampler: str | None = None, base_url: str | N
         if kind == "openai":
             if flag:
                 raise EngineSpecError(f"engine '{spec}': unknown option '+{flag}' (openai takes none)")
-            from engines.openai_stream import OPENAI_BASE_URL, OpenAIStreamEngine
+            from engines.hosted.openai_stream import OPENAI_BASE_URL, OpenAIStreamEngine
 
             return OpenAIStreamEngine(model, base_url or OPENAI_BASE_URL, env)
         if flag not in ("", "diffusing"):
             raise EngineSpecError(f"engine '{spec}': unknown option '+{flag}' (mercury takes +diffusing)")
-        from engines.mercury import MERCURY_BASE_URL, MercuryEngine
+        from engines.hosted.mercury import MERCURY_BASE_URL, MercuryEngine
 
         return MercuryEngine(model, base_url or MERCURY_BASE_URL, env, diffusing=flag == "diffusing")
     if sep and kind == "profile":
@@ -140,16 +207,16 @@ def open_engine_spec(spec: str, *, sampler: str | None = None, base_url: str | N
         name, at, where = rest.partition("@")
         profile = get_profile(name)
         if not at:
-            from engines.profile_engine import ProfileEngine
+            from engines.simulated.profile_engine import ProfileEngine
 
             return ProfileEngine(profile, seed=seed, device=device)
         return _profile_over_http(spec, profile.name, profile.kind, where, base_url)
     folder = Path(spec)
     if folder.is_dir() and (folder / "config.json").is_file():
-        from engines.checkpoint import read_config
+        from engines.local.checkpoint import read_config
 
         _check_sampler(spec, read_config(folder).causal, sampler)
-        from engines.engine import open_engine
+        from engines.local.engine import open_engine
 
         return open_engine(str(folder), sampler, device=device, **pace)
     raise EngineSpecError(f"unknown engine '{spec}' (expected one of {', '.join(SPEC_FORMS)}; "
@@ -193,8 +260,8 @@ class MockBackedEngine:
 
 def _profile_over_http(spec: str, name: str, kind: str, where: str, base_url: str | None) -> EngineLike:
     """`profile:NAME@http`: Mercury-style client (diffusing drafts for diffusion profiles) against the mock."""
-    from engines.mercury import MercuryEngine
-    from engines.openai_stream import OpenAIStreamEngine
+    from engines.hosted.mercury import MercuryEngine
+    from engines.hosted.openai_stream import OpenAIStreamEngine
 
     if where not in ("http",) and not where.startswith("http:"):
         raise EngineSpecError(f"engine '{spec}': expected profile:NAME@http or profile:NAME@http:PORT")
@@ -205,7 +272,7 @@ def _profile_over_http(spec: str, name: str, kind: str, where: str, base_url: st
             raise EngineSpecError(f"engine '{spec}': port '{port}' is not a number")
         base_url = f"http://127.0.0.1:{port}/v1"
     if base_url is None:
-        from engines.mock_server import start_mock
+        from engines.simulated.mock_server import start_mock
 
         mock = start_mock()
         base_url = mock.url

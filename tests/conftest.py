@@ -11,10 +11,10 @@ def make_checkpoint(folder: Path, causal: bool = False, shift: bool = True, shar
                     d_model: int = 32, n_layers: int = 2) -> Path:
     import torch
 
-    from engines import corpus
-    from engines.checkpoint import save
-    from engines.model import LLaDAModel, ModelConfig
-    from engines.tokenizer import train_tiny
+    from engines.local.checkpoint import save
+    from engines.local.model import LLaDAModel, ModelConfig
+    from engines.local.tokenizer import train_tiny
+    from engines.shop import corpus
 
     ex = corpus.generate(300, seed)
     tok = train_tiny([m["content"] for e in ex for m in e.messages] + [e.reply for e in ex], vocab_size=300)

@@ -17,7 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from engines.engine import TINY_MODELS
+from engines.local.engine import TINY_MODELS
 from tests.test_pipeline import write_trace
 from voicelab.cli.app import app
 from voicelab.fixtures.format import MAX_DELAY_S

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from pipecat.audio.vad.vad_analyzer import VADAnalyzer, VADParams, VADState
 
-from voicelab.pipeline.barge_in import LevelGatedVAD
+from voicelab.pipeline.turns.barge_in_strategy import LevelGatedVAD
 
 SR = 16000
 WINDOW = 512  # Silero's window at 16 kHz

@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engines.turn_policy import decide_interruption
 from voicelab.measure.events import Event, EventKind
 from voicelab.measure.metrics import summarize, turn_table
 from voicelab.measure.pauses import pauses_by_turn
@@ -17,6 +16,7 @@ from voicelab.rules.barge_in import (
     PauseAction,
     PausedBot,
     PauseThresholds,
+    decide_interruption,
     word_count_p,
     words_plausible,
 )

@@ -18,12 +18,12 @@ from pipecat.frames.frames import (
 from pipecat.processors.frame_processor import FrameProcessorSetup
 from pipecat.utils.asyncio.task_manager import TaskManager, TaskManagerParams
 
-from engines.turn_policy import PauseThresholds
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind as K
-from voicelab.pipeline.barge_in import PauseThenDecide
 from voicelab.pipeline.frames import PlayoutPauseFrame, PlayoutResumeFrame
-from voicelab.pipeline.stt_whisper import SttConfidence
+from voicelab.pipeline.services.stt_whisper import SttConfidence
+from voicelab.pipeline.turns.barge_in_strategy import PauseThenDecide
+from voicelab.rules.barge_in import PauseThresholds
 
 # final_wait_ms far above the tests' sleeps, so that a slow event loop cannot make a wait look decided
 TH = PauseThresholds(settle_ms=50.0, resume_ms=100.0, max_hold_ms=2000.0, final_wait_ms=800.0)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from engines.profiles import PROFILES
+from engines.simulated.profiles import PROFILES
 from voicelab.cli.app import app
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.runs.run import default_matrix

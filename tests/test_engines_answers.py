@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from engines import corpus
-from engines.answers import score_reply, tool_call, tool_call_supported, tool_span_confidence
+from engines.shop import corpus
+from engines.shop.answers import score_reply, tool_call, tool_call_supported, tool_span_confidence
 from engines.snapshot import Snapshot
 
 CANCEL = "[cancel(name=ben, day=monday)] okay ben, your appointment on monday is cancelled."

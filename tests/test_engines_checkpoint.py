@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from engines.checkpoint import load, weight_files
 from engines.errors import CheckpointError
+from engines.local.checkpoint import load, weight_files
 from tests.conftest import make_checkpoint
 
 

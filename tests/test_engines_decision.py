@@ -1,4 +1,4 @@
-"""The decision model (engines/decision.py), its corpus, and the turn / pause policies."""
+"""The decision model (engines/decision/model.py), its corpus, and the turn / pause policies."""
 
 from __future__ import annotations
 
@@ -11,15 +11,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engines import decision_corpus as dc
+from engines.decision import corpus as dc
 from engines.errors import CheckpointError
-from engines.transcript_norm import normalize
-from engines.turn_policy import (
-    PauseAction,
-    PauseThresholds,
+from engines.local.input_norm import normalize
+from voicelab.rules.barge_in import PauseAction, PauseThresholds, decide_interruption
+from voicelab.rules.turn_end import (
     TurnAction,
     TurnThresholds,
-    decide_interruption,
     decide_turn,
     required_silence_ms,
     text_p_complete,
@@ -106,7 +104,7 @@ def test_bad_split_or_task_is_one_line_error() -> None:
 
 @pytest.fixture(scope="module")
 def dm():
-    from engines.decision import load_decision_model
+    from engines.decision.model import load_decision_model
 
     return load_decision_model()
 
@@ -137,7 +135,7 @@ def test_model_reads_the_bot_line_as_context(dm) -> None:
 
 
 def test_shipped_eval_covers_both_tasks() -> None:
-    from engines.decision import DEFAULT_FOLDER
+    from engines.decision.model import DEFAULT_FOLDER
 
     ev = json.loads((DEFAULT_FOLDER / "eval.json").read_text())
     assert set(ev["tasks"]) == set(dc.TASKS)
@@ -151,7 +149,7 @@ def test_unknown_task_is_refused(dm) -> None:
 
 
 def test_a_folder_that_is_not_a_decision_model_is_refused(tmp_path: Path) -> None:
-    from engines.decision import DEFAULT_FOLDER, load_decision_model
+    from engines.decision.model import DEFAULT_FOLDER, load_decision_model
 
     folder = tmp_path / "d"
     shutil.copytree(DEFAULT_FOLDER, folder)
@@ -166,8 +164,8 @@ def test_a_folder_that_is_not_a_decision_model_is_refused(tmp_path: Path) -> Non
 
 @pytest.mark.slow
 def test_training_entry_point_writes_a_loadable_model(tmp_path: Path) -> None:
-    from engines.decision import load_decision_model
-    from engines.decision_train import main
+    from engines.decision.model import load_decision_model
+    from engines.decision.train import main
 
     main(["--out", str(tmp_path), "--steps", "20", "--n-train", "600", "--n-heldout", "100", "--latency-n", "20",
           "--d-model", "64", "--n-layers", "1", "--mlp-hidden-size", "128", "--vocab-size", "400"])
@@ -267,7 +265,7 @@ def test_pause_rules() -> None:
         PauseThresholds(settle_ms=700)
 
 
-# --- misheard endings (engines.decision_corpus `last_word_slip`: a training option, not shipped) ---
+# --- misheard endings (engines.decision.corpus `last_word_slip`: a training option, not shipped) ---
 
 def test_misheard_endings_never_end_on_a_cut_word_or_a_digit() -> None:
     items = dc.generate(3000, 3, tasks=("turn_complete",), last_word_slip=1.0)
@@ -280,7 +278,7 @@ def test_misheard_endings_never_end_on_a_cut_word_or_a_digit() -> None:
         dc.generate(1, 0, last_word_slip=1.5)
 
 
-# --- the broad corpus (engines.decision_corpus `broad`: a training option, not shipped) -----------
+# --- the broad corpus (engines.decision.corpus `broad`: a training option, not shipped) -----------
 
 def test_broad_corpus_cuts_end_on_content_words_and_clauses_wait_for_their_request() -> None:
     items = dc.generate(6000, 4, tasks=("turn_complete",), broad=True)
@@ -299,10 +297,10 @@ def test_broad_corpus_cuts_end_on_content_words_and_clauses_wait_for_their_reque
     assert not {"cut_transitive", "cut_modifier", "cut_clause", "off_topic"} & {u.kind for u in dc.generate(4000, 4)}
 
 
-# --- the hand-written probe turns (engines/decision_probe.py) ----------------------------------
+# --- the hand-written probe turns (engines/decision/probe.py) ----------------------------------
 
 def test_probe_turns_lie_outside_the_generator_and_are_scored(dm) -> None:
-    from engines import decision_probe
+    from engines.decision import probe as decision_probe
 
     texts = {t for t, _ in decision_probe.PROBE}
     assert len(texts) == len(decision_probe.PROBE) == 40
@@ -316,7 +314,7 @@ def test_probe_turns_lie_outside_the_generator_and_are_scored(dm) -> None:
 
 
 def test_probe_cli_refuses_a_folder_that_is_not_a_model(tmp_path: Path, capsys) -> None:
-    from engines import decision_probe
+    from engines.decision import probe as decision_probe
 
     with pytest.raises(SystemExit) as e:
         decision_probe.main([str(tmp_path / "missing")])

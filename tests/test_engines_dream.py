@@ -1,5 +1,5 @@
 """Dream checkpoints (Dream-v0-Instruct-7B's layout) load without remote code: a tiny random folder written with
-Dream's exact tensor names, config fields and tokenizer files round-trips through engines.checkpoint.load, gives
+Dream's exact tensor names, config fields and tokenizer files round-trips through engines.local.checkpoint.load, gives
 the logits of an independent Qwen2-style reference forward, shifts its logits, and generates with a diffusion
 sampler."""
 
@@ -15,10 +15,10 @@ import torch.nn.functional as F
 from safetensors.torch import save_file
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-from engines.checkpoint import load
-from engines.engine import Engine
 from engines.errors import CheckpointError
-from engines.samplers.base import Canvas, SamplerConfig, Special
+from engines.local.checkpoint import load
+from engines.local.engine import Engine
+from engines.local.samplers.base import Canvas, SamplerConfig, Special
 
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|mask|>"]
 # Dream-v0-Instruct-7B's chat template (ChatML with a default system turn)

@@ -7,7 +7,6 @@ import time
 
 import pytest
 
-from engines.chat_stream import ChunkAssembler, parse_sse_line, render_tool_span
 from engines.errors import (
     EngineConnectError,
     EngineProtocolError,
@@ -16,8 +15,9 @@ from engines.errors import (
     EngineSpecError,
     EngineTimeoutError,
 )
-from engines.mercury import MercuryEngine, looks_like_replacement
-from engines.openai_stream import OpenAIStreamEngine
+from engines.hosted.chat_stream import ChunkAssembler, parse_sse_line, render_tool_span
+from engines.hosted.mercury import MercuryEngine, looks_like_replacement
+from engines.hosted.openai_stream import OpenAIStreamEngine
 from engines.protocol import EngineLike, GenerationLike
 
 BOOK = [{"role": "user", "content": "can i book a tune up on friday at 10 am my name is anna"}]
@@ -32,7 +32,7 @@ def mock():
     import torch
 
     torch.set_num_threads(1)
-    from engines.mock_server import start_mock
+    from engines.simulated.mock_server import start_mock
 
     m = start_mock(seed=0)
     yield m

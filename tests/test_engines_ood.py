@@ -9,18 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from engines import corpus
-from engines.answers import score_reply
-from engines.asr_noise import FUNCTION_WORDS, NoiseConfig, damage, garble
-from engines.evaluate import load_prompts, ood_set
-from engines.ood import OFF_TOPIC, REAL, UNRELATED, garbled_requests, ood_prompts
+from engines.eval.evaluate import load_prompts, ood_set
+from engines.shop import corpus
+from engines.shop.answers import score_reply
+from engines.shop.asr_noise import FUNCTION_WORDS, NoiseConfig, damage, garble
+from engines.shop.ood import OFF_TOPIC, REAL, UNRELATED, garbled_requests, ood_prompts
 
 
 def test_ood_set_expects_no_tool_call_and_is_disjoint_from_training() -> None:
     prompts = ood_set(60)
     assert {p.expect.intent for p in prompts} == {"fallback"}
     assert {p.kind for p in prompts} == {"off_topic", "unrelated", "real", "garbled"}
-    train = corpus.generate(corpus.TRAIN_N, corpus.TRAIN_SEED)  # engines/train.py's corpus
+    train = corpus.generate(corpus.TRAIN_N, corpus.TRAIN_SEED)  # engines/local/train.py's corpus
     said = {m["content"] for e in train for m in e.messages if m["role"] == "user"}
     assert not [p.messages[-1]["content"] for p in prompts if p.messages[-1]["content"] in said]
     # different source sentences, not only different seeds
@@ -87,9 +87,9 @@ def test_prompts_file_loads_and_bad_lines_name_file_and_line(tmp_path: Path) -> 
 @pytest.mark.skipif(not (Path(__file__).parents[1] / "engines/tiny/diffusion/config.json").exists(),
                     reason="tiny weights not trained")
 def test_evaluate_prompts_file_and_bench_ood_figures(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from engines.bench import bench_engine
-    from engines.engine import open_engine
-    from engines.evaluate import heldout_examples, main
+    from engines.eval.bench import bench_engine
+    from engines.eval.evaluate import heldout_examples, main
+    from engines.local.engine import open_engine
 
     f = tmp_path / "p.jsonl"
     f.write_text(json.dumps({"prompt": "what is the capital of france", "expect": "fallback"}) + "\n"
@@ -107,7 +107,7 @@ def test_evaluate_prompts_file_and_bench_ood_figures(tmp_path: Path, capsys: pyt
 @pytest.mark.skipif(not (Path(__file__).parents[1] / "engines/tiny/diffusion/config.json").exists(),
                     reason="tiny weights not trained")
 def test_bench_times_engines_side_by_side_in_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
-    from engines import bench
+    from engines.eval import bench
 
     monkeypatch.setattr(bench, "DEFAULT_RUNS", [("diffusion", "threshold", {}), ("ar", "autoregressive", {})])
     rows = bench.run_bench(n=3, ood_garbled=0, threads=1, rounds=3)

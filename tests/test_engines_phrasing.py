@@ -7,10 +7,10 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engines import business as B
-from engines import corpus
-from engines import phrasing as PH
-from engines.answers import score_reply
+from engines.shop import business as B
+from engines.shop import corpus
+from engines.shop import phrasing as PH
+from engines.shop.answers import score_reply
 
 _days = st.sampled_from(B.DAYS[:6])
 _times = st.sampled_from(B.TIMES)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from engines.probe import DEFAULT_PROMPTS, probe
+from engines.eval.probe import DEFAULT_PROMPTS, probe
 
 
 @pytest.fixture(scope="module")
@@ -14,7 +14,7 @@ def tiny():
     import torch
 
     torch.set_num_threads(1)
-    from engines.engine import open_engine
+    from engines.local.engine import open_engine
 
     return {"diffusion": open_engine("diffusion"), "ar": open_engine("ar")}
 
@@ -29,8 +29,8 @@ def test_tiny_ar_stream_is_append_only_and_every_policy_is_safe(tiny, tmp_path) 
 
 
 def test_mock_diffusing_stream_is_revising_and_only_final_is_safe(tiny) -> None:
-    from engines.mercury import MercuryEngine
-    from engines.mock_server import MockOptions, RunningMock
+    from engines.hosted.mercury import MercuryEngine
+    from engines.simulated.mock_server import MockOptions, RunningMock
 
     with RunningMock(MockOptions(sources=dict(tiny))) as mock:
         rep = probe(MercuryEngine("celeris-1", base_url=mock.url, diffusing=True))
@@ -45,7 +45,7 @@ def test_mock_diffusing_stream_is_revising_and_only_final_is_safe(tiny) -> None:
 
 
 def test_revising_tiny_sampler_is_measured_not_assumed(tiny) -> None:
-    from engines.engine import open_engine
+    from engines.local.engine import open_engine
 
     eng = open_engine("diffusion", "revising")
     rep = probe(eng, DEFAULT_PROMPTS)

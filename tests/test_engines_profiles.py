@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from engines.errors import EngineSpecError
-from engines.profiles import PROFILES, get_profile, profile_table
-from engines.reveal import reveal_schedule
+from engines.simulated.profiles import PROFILES, get_profile, profile_table
+from engines.simulated.reveal import reveal_schedule
 from engines.text_canvas import split_pieces
 
 # five caller lines: the tiny engines answer each and the profile engine joins them (~150 tokens), so the
@@ -21,7 +21,7 @@ def sources():
     import torch
 
     torch.set_num_threads(1)
-    from engines.engine import open_engine
+    from engines.local.engine import open_engine
 
     return {"diffusion": open_engine("diffusion"), "ar": open_engine("ar")}
 
@@ -54,7 +54,7 @@ def test_schedule_timing_and_revisions() -> None:
 
 
 def _check(profile_name: str, sources) -> None:
-    from engines.profile_engine import ProfileEngine, measure_timing
+    from engines.simulated.profile_engine import ProfileEngine, measure_timing
 
     p = get_profile(profile_name)
     eng = ProfileEngine(p, sources["diffusion" if p.kind == "diffusion" else "ar"])
@@ -85,7 +85,7 @@ def test_every_profile_reproduces_its_timing(sources) -> None:
 
 
 def test_a_one_line_answer_is_computed_within_the_first_answer_wait(sources) -> None:
-    from engines.profile_engine import ProfileEngine, measure_timing
+    from engines.simulated.profile_engine import ProfileEngine, measure_timing
 
     p = get_profile("diffusiongemma")  # the shortest first answer, 0.426 s
     gen = ProfileEngine(p, sources["diffusion"]).generate([{"role": "user", "content": "where is order 4821"}])
@@ -97,7 +97,7 @@ async def test_async_profile_stream_cancels_during_the_first_answer_wait(sources
     import asyncio
     import time
 
-    from engines.profile_engine import ProfileEngine
+    from engines.simulated.profile_engine import ProfileEngine
 
     gen = ProfileEngine(get_profile("mercury-2"), sources["diffusion"]).generate(LONG)
     asyncio.get_running_loop().call_later(0.3, gen.cancel)
@@ -106,9 +106,9 @@ async def test_async_profile_stream_cancels_during_the_first_answer_wait(sources
 
 
 def test_registry_resolves_specs_and_rejects_bad_ones(tmp_path, monkeypatch) -> None:
-    from engines.mercury import MercuryEngine
-    from engines.profile_engine import ProfileEngine
+    from engines.hosted.mercury import MercuryEngine
     from engines.registry import open_engine_spec
+    from engines.simulated.profile_engine import ProfileEngine
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     eng = open_engine_spec("openai:gpt-4.1-nano", base_url="http://127.0.0.1:9/v1")
@@ -131,8 +131,8 @@ def test_registry_resolves_specs_and_rejects_bad_ones(tmp_path, monkeypatch) -> 
 
 
 def test_profile_at_http_runs_through_the_mock() -> None:
-    from engines.profile_engine import measure_timing
     from engines.registry import open_engine_spec
+    from engines.simulated.profile_engine import measure_timing
 
     eng = open_engine_spec("profile:gemini-2.5-flash@http")
     try:

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from engines.checkpoint import load
-from engines.engine import Engine
-from engines.samplers import SamplerConfig
+from engines.local.checkpoint import load
+from engines.local.engine import Engine
+from engines.local.samplers import SamplerConfig
 from engines.snapshot import Snapshot
 
 MSGS = [{"role": "user", "content": "what time do you open on friday"}]

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from engines.checkpoint import load
-from engines.engine import Engine
-from engines.samplers import SamplerConfig
+from engines.local.checkpoint import load
+from engines.local.engine import Engine
+from engines.local.samplers import SamplerConfig
 from engines.trace import ReplayEngine, TraceError, record
 
 MSGS = [{"role": "user", "content": "where are you located"}]

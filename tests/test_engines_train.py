@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from engines import corpus
-from engines.engine import TINY_MODELS, open_engine
-from engines.evaluate import parse_answer
-from engines.model import LLaDAModel, ModelConfig
-from engines.tokenizer import train_tiny
-from engines.train import encode, run_training
+from engines.eval.evaluate import parse_answer
+from engines.local.engine import TINY_MODELS, open_engine
+from engines.local.model import LLaDAModel, ModelConfig
+from engines.local.tokenizer import train_tiny
+from engines.local.train import encode, run_training
+from engines.shop import corpus
 
 
 @pytest.mark.parametrize("kind", ["ar", "diffusion"])
@@ -66,8 +66,8 @@ def test_shipped_weights_fit_the_budget() -> None:
 def test_finetune_continues_a_checkpoint_and_keeps_its_sampler_defaults(tmp_path: Path, causal: bool) -> None:
     import json
 
-    from engines.checkpoint import load
-    from engines.train import TrainConfig, finetune
+    from engines.local.checkpoint import load
+    from engines.local.train import TrainConfig, finetune
     from tests.conftest import make_checkpoint
 
     src = make_checkpoint(tmp_path / "src", causal=causal, shards=1)

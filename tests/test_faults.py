@@ -17,8 +17,8 @@ from voicelab.fixtures.format import FIXTURES_ROOT
 from voicelab.measure.events import Event, read_events
 from voicelab.measure.events import EventKind as K
 from voicelab.pipeline.config import PipelineConfig
+from voicelab.pipeline.processors.watchdog import Limits
 from voicelab.pipeline.resources import Resources
-from voicelab.pipeline.watchdog import Limits
 from voicelab.rules.faults import KINDS, Fault, FaultSpecError, outcomes
 from voicelab.runs.folder import is_sealed
 from voicelab.runs.run import run_config

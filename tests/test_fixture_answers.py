@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from engines import business as B
-from engines.answers import parse_expect, score_reply
-from engines.corpus import render, week_slots
+from engines.shop import business as B
+from engines.shop.answers import parse_expect, score_reply
+from engines.shop.corpus import render, week_slots
 from voicelab.fixtures.build import SUITE
 from voicelab.fixtures.format import FIXTURES_ROOT, select
 
@@ -25,7 +25,7 @@ def _all_fixtures() -> list[Path]:
 
 
 def _right_reply(expect: str | dict[str, Any]) -> str:
-    """The reply the shop's grammar gives for an expectation (engines/corpus.py REPLIES, business facts)."""
+    """The reply the shop's grammar gives for an expectation (engines/shop/corpus.py REPLIES, business facts)."""
     want = parse_expect(expect)
     s = dict(want.slots)
     if want.intent == "fallback":

@@ -11,7 +11,7 @@ from voicelab.fixtures.format import load_fixture
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.recording import CallRecorder
 from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
-from voicelab.pipeline.fixture_input import FixturePlayerInput
+from voicelab.pipeline.transport.fixture_input import FixturePlayerInput
 
 FIXTURE = Path(__file__).resolve().parents[1] / "audio_fixtures" / "single_question"
 SR = 16000

@@ -416,7 +416,7 @@ def test_committed_fixture_passes_validator(path: Path) -> None:
 
 
 def _corpus_vocabulary() -> set[str]:
-    corpus = pytest.importorskip("engines.corpus")
+    corpus = pytest.importorskip("engines.shop.corpus")
     words: set[str] = set()
     for ex in corpus.generate(4000, seed=1):
         for m in ex.messages:

@@ -19,8 +19,8 @@ from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind as K
 from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
 from voicelab.pipeline.frames import ChunkTextFrame
-from voicelab.pipeline.gate_processor import GateProcessor
-from voicelab.pipeline.llm_service import EngineLLMService, chat_messages
+from voicelab.pipeline.processors.gate_processor import GateProcessor
+from voicelab.pipeline.services.llm_service import EngineLLMService, chat_messages
 
 ANSWER = "on friday we are open from 9 am to 8 pm. can i help with anything else?"
 

@@ -13,7 +13,7 @@ from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind as K
 from voicelab.measure.recording import CallRecorder
 from voicelab.pipeline.frames import PlayoutMarkFrame, PlayoutPauseFrame, PlayoutResumeFrame
-from voicelab.pipeline.recording_output import RecordingOutput
+from voicelab.pipeline.transport.recording_output import RecordingOutput
 
 SR = 16000
 

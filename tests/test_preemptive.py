@@ -14,13 +14,13 @@ from pipecat.pipeline.pipeline import Pipeline
 from pipecat.processors.aggregators.llm_context import LLMContext
 from pipecat.tests.utils import SleepFrame, run_test
 
-from engines.engine import open_engine
+from engines.local.engine import open_engine
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind as K
 from voicelab.pipeline.frames import ChunkTextFrame, PreemptFrame
-from voicelab.pipeline.gate_processor import GateProcessor
-from voicelab.pipeline.llm_service import EngineLLMService, same_words
-from voicelab.pipeline.preempt_hold import PreemptHold
+from voicelab.pipeline.processors.gate_processor import GateProcessor
+from voicelab.pipeline.processors.preempt_hold import PreemptHold
+from voicelab.pipeline.services.llm_service import EngineLLMService, same_words
 
 
 @pytest.fixture(scope="module")

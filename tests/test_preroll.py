@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from voicelab.pipeline.preroll import PreRoll
+from voicelab.speech.preroll import PreRoll
 
 SR = 16000
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engines.profiles import PRICES, PROFILES
+from engines.simulated.profiles import PRICES, PROFILES
 from voicelab.analysis.price import LOCAL, price_for, price_summary
 from voicelab.measure.events import Event, EventKind
 from voicelab.runs.synthetic import write_run

@@ -19,7 +19,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from engines.engine import TINY_MODELS
+from engines.local.engine import TINY_MODELS
 from voicelab.cli.app import app
 from voicelab.measure.events import Event, read_events
 from voicelab.pipeline.config import PipelineConfig

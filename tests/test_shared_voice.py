@@ -1,4 +1,4 @@
-"""`voicelab.pipeline.shared_voice`: one lock per voice object, so calls played at once never phonemize or
+"""`voicelab.pipeline.services.shared_voice`: one lock per voice object, so calls played at once never phonemize or
 synthesize at the same time (espeak-ng is process-global)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import threading
 import time
 from collections.abc import Iterator
 
-from voicelab.pipeline.shared_voice import SerializedVoice, serialized
+from voicelab.pipeline.services.shared_voice import SerializedVoice, serialized
 
 
 class CountingVoice:

@@ -22,11 +22,11 @@ from voicelab.measure.events import Event
 from voicelab.measure.events import EventKind as K
 from voicelab.measure.metrics import spoken_words, summarize, turn_table
 from voicelab.measure.recording import CallRecorder
-from voicelab.pipeline.llm_service import EngineLLMService
-from voicelab.pipeline.recording_output import RecordingOutput
-from voicelab.pipeline.speculative_gate import SpeculativeGateProcessor
-from voicelab.pipeline.speculative_tts import SpeculativePiperTTSService
-from voicelab.pipeline.tts_piper import load_voice
+from voicelab.pipeline.processors.speculative_processor import SpeculativeGateProcessor
+from voicelab.pipeline.services.llm_service import EngineLLMService
+from voicelab.pipeline.services.speculative_tts import SpeculativePiperTTS
+from voicelab.pipeline.services.tts_piper import load_voice
+from voicelab.pipeline.transport.recording_output import RecordingOutput
 
 SR = 16000
 FINAL = ["we", " close", " at", " 9", " am", " today.", " see", " you", " then."]
@@ -83,7 +83,7 @@ async def test_revised_speculation_is_never_heard_and_unchanged_chunks_play_held
     log, rec = CallLog("c"), CallRecorder(SR, seconds=12)
     log.reply_turn = 0
     counting = CountingVoice(voice)
-    tts = SpeculativePiperTTSService(voice=counting, log=log, sample_rate=SR)
+    tts = SpeculativePiperTTS(voice=counting, log=log, sample_rate=SR)
     pipeline = Pipeline([EngineLLMService(ReplayEngine(_trace(tmp_path / "t.jsonl", step_ms=100)), log),
                          SpeculativeGateProcessor(log, "stable:2", threshold=0.9), tts, RecordingOutput(log, rec)])
     await run_test(pipeline, frames_to_send=[LLMContextFrame(LLMContext(messages=[{"role": "user", "content": "x"}])),

@@ -18,7 +18,11 @@ from pipecat.tests.utils import SleepFrame, run_test
 
 from voicelab.fixtures.format import FIXTURES_ROOT, load_fixture
 from voicelab.measure.calllog import CallerUtterance, CallLog
-from voicelab.pipeline.stt_pocketsphinx import PocketsphinxSTTService, TranscriptSTTService, new_decoder
+from voicelab.pipeline.services.stt_pocketsphinx import (
+    PocketsphinxSTTService,
+    TranscriptSTTService,
+    new_decoder,
+)
 
 SR = 16000
 

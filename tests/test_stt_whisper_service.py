@@ -11,7 +11,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pipecat.frames.frames import Frame, InterimTranscriptionFrame, TranscriptionFrame
 
-from voicelab.pipeline.stt_whisper import SttConfidence, WhisperSTTService, stt_confidence, unsent_words
+from voicelab.pipeline.services.stt_whisper import (
+    StreamingWhisperSTT,
+    SttConfidence,
+    stt_confidence,
+    unsent_words,
+)
 from voicelab.speech.whisper import Transcript, WindowScore
 
 
@@ -72,7 +77,7 @@ class Scored:
 
 
 async def test_the_confidence_reaches_the_final_and_interim_frames() -> None:
-    svc = WhisperSTTService(recognizer=Scored(), interim=True)  # type: ignore[arg-type]
+    svc = StreamingWhisperSTT(recognizer=Scored(), interim=True)  # type: ignore[arg-type]
     pushed: list[Frame] = []
 
     async def push(frame: Frame, *_: object) -> None:

@@ -16,7 +16,7 @@ from pipecat.processors.aggregators.llm_context import LLMContext
 from pipecat.processors.frame_processor import FrameDirection
 from pipecat.tests.utils import SleepFrame, run_test
 
-from engines.answers import score_reply
+from engines.shop.answers import score_reply
 from engines.trace import ReplayEngine
 from tests.test_pipeline import write_trace
 from voicelab.cli.common import quiet_pipecat_logs
@@ -29,9 +29,9 @@ from voicelab.measure.metrics import summarize
 from voicelab.pipeline.assembly import make_tool_handler
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.pipeline.frames import ChunkTextFrame, PreemptFrame
-from voicelab.pipeline.gate_processor import GateProcessor
-from voicelab.pipeline.llm_service import EngineLLMService, chat_messages, with_tool_spans
-from voicelab.pipeline.preempt_hold import PreemptHold
+from voicelab.pipeline.processors.gate_processor import GateProcessor
+from voicelab.pipeline.processors.preempt_hold import PreemptHold
+from voicelab.pipeline.services.llm_service import EngineLLMService, chat_messages, with_tool_spans
 from voicelab.rules.confirm import Asked, Confirmations, answer, confirmed_reply, question
 from voicelab.rules.tool_reason import judge, parse_mode
 from voicelab.runs.run import run_config

@@ -20,8 +20,8 @@ from voicelab.measure.events import EventKind as K
 from voicelab.measure.metrics import summarize
 from voicelab.pipeline.assembly import make_tool_handler
 from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
-from voicelab.pipeline.gate_processor import GateProcessor
-from voicelab.pipeline.llm_service import EngineLLMService
+from voicelab.pipeline.processors.gate_processor import GateProcessor
+from voicelab.pipeline.services.llm_service import EngineLLMService
 from voicelab.rules.tool_reason import CONFIDENCE_BAR, CommitConfidence, ToolReasonError, judge, parse_mode
 
 CANCEL = "[cancel(name=ben, day=monday)] okay ben, your appointment on monday is cancelled."

@@ -19,7 +19,7 @@ from voicelab.measure.onset import segments
 from voicelab.measure.playout import AudibleTracker
 from voicelab.measure.recording import CallRecorder
 from voicelab.pipeline.frames import PlayoutMarkFrame
-from voicelab.pipeline.recording_output import RecordingOutput
+from voicelab.pipeline.transport.recording_output import RecordingOutput
 
 SR = 16000
 

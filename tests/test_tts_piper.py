@@ -18,8 +18,8 @@ from pipecat.tests.utils import SleepFrame, run_test
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind as K
 from voicelab.pipeline.frames import CHUNK_TEXT_TYPE, ChunkTextFrame, PlayoutMarkFrame
-from voicelab.pipeline.tts_piper import (
-    PiperTTSService,
+from voicelab.pipeline.services.tts_piper import (
+    PackagedPiperTTS,
     _shares,
     _trim_leading,
     _word_bounds,
@@ -49,7 +49,7 @@ def test_voice_ships_in_the_package() -> None:
 
 async def test_audio_marks_and_word_timing(voice: Any) -> None:
     log = CallLog("c")
-    tts = PiperTTSService(voice=voice, log=log, sample_rate=SR)
+    tts = PackagedPiperTTS(voice=voice, log=log, sample_rate=SR)
     texts = ("on friday", "we are open from 9 am to 8 pm. see you then.")
     down, _ = await run_test(tts, frames_to_send=_chunks(*texts),
                              pipeline_params=PipelineParams(audio_out_sample_rate=SR))
@@ -80,7 +80,7 @@ async def test_audio_marks_and_word_timing(voice: Any) -> None:
 
 async def test_leading_silence_is_trimmed(voice: Any) -> None:
     async def first_loud_ms(keep: float | None) -> float:
-        tts = PiperTTSService(voice=voice, sample_rate=SR, keep_leading_ms=keep)
+        tts = PackagedPiperTTS(voice=voice, sample_rate=SR, keep_leading_ms=keep)
         down, _ = await run_test(tts, frames_to_send=_chunks("hello there"),
                                  pipeline_params=PipelineParams(audio_out_sample_rate=SR))
         pcm = np.concatenate([np.frombuffer(f.audio, dtype=np.int16) for f in down
@@ -99,7 +99,7 @@ async def test_leading_silence_is_trimmed(voice: Any) -> None:
     assert _trim_leading(short, SR, 20.0)[1] == 0
 
 
-class CrashingPiper(PiperTTSService):
+class CrashingPiper(PackagedPiperTTS):
     """Real Piper whose synthesis fails at sentence `fail_sentence` of a chunk holding `fail_when`
     (as a corrupt voice file would)."""
 

@@ -24,18 +24,18 @@ from pipecat.frames.frames import (
 from pipecat.processors.frame_processor import FrameProcessorSetup
 from pipecat.utils.asyncio.task_manager import TaskManager, TaskManagerParams
 
-from engines.decision import Decision
-from engines.turn_policy import (
+from engines.decision.model import Decision
+from voicelab.measure.calllog import CallLog
+from voicelab.measure.events import EventKind as K
+from voicelab.pipeline.services.stt_whisper import SttConfidence
+from voicelab.pipeline.turns.turn_end_strategy import DecidingTurnStopStrategy
+from voicelab.rules.turn_end import TurnThresholds
+from voicelab.speech.reliability import (
     WHISPER_COMPRESSION_RATIO_THRESHOLD,
     WHISPER_LOGPROB_THRESHOLD,
     WHISPER_NO_SPEECH_THRESHOLD,
-    TurnThresholds,
     words_reliable,
 )
-from voicelab.measure.calllog import CallLog
-from voicelab.measure.events import EventKind as K
-from voicelab.pipeline.stt_whisper import SttConfidence
-from voicelab.pipeline.turn_end import DecidingTurnStopStrategy
 
 # ---- the pure rule -----------------------------------------------------------------------------------------
 

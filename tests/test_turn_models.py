@@ -1,4 +1,4 @@
-"""`voicelab.pipeline.turn_models`: analyzers around shared Silero / smart-turn sessions score as pipecat's own
+"""`voicelab.pipeline.turns.turn_models`: analyzers around shared Silero / smart-turn sessions score as pipecat's own
 do, keep their state per stream (interleaved and concurrent streams), and the strategies built with shared
 models open no model of their own."""
 
@@ -14,13 +14,13 @@ from pipecat.audio.turn.smart_turn.local_smart_turn_v3 import LocalSmartTurnAnal
 from pipecat.audio.vad.silero import SileroVADAnalyzer
 from pipecat.audio.vad.vad_analyzer import VADAnalyzer, VADParams
 
-import voicelab.pipeline.barge_in as barge_in
+import voicelab.pipeline.turns.barge_in_strategy as barge_in
 from voicelab.fixtures.format import FIXTURES_ROOT, load_fixture
-from voicelab.pipeline.barge_in import PauseThenDecide
 from voicelab.pipeline.config import PipelineConfig
-from voicelab.pipeline.turn_end import DecidingTurnStopStrategy
-from voicelab.pipeline.turn_models import TurnModels
-from voicelab.pipeline.turns import turn_strategies, vad_analyzer
+from voicelab.pipeline.turns.barge_in_strategy import PauseThenDecide
+from voicelab.pipeline.turns.factory import turn_strategies, vad_analyzer
+from voicelab.pipeline.turns.turn_end_strategy import DecidingTurnStopStrategy
+from voicelab.pipeline.turns.turn_models import TurnModels
 
 SR = 16000
 WINDOW = 512  # Silero's window at 16 kHz

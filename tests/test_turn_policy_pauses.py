@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engines.turn_policy import TurnAction, TurnThresholds, decide_turn, required_silence_ms
+from voicelab.rules.turn_end import TurnAction, TurnThresholds, decide_turn, required_silence_ms
 
 TH = TurnThresholds()
 P = st.one_of(st.none(), st.floats(min_value=0.0, max_value=1.0))

@@ -1,4 +1,4 @@
-"""The VAD wrapper that reports the speech's first silent frame (voicelab.pipeline.vad_pausing), for the early
+"""The VAD wrapper that reports the speech's first silent frame (voicelab.pipeline.turns.vad_pausing), for the early
 final (its stream side: tests/test_speech_whisper.py)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from pipecat.audio.vad.vad_analyzer import VADAnalyzer, VADParams, VADState
 
 from voicelab.pipeline.config import PipelineConfig
-from voicelab.pipeline.vad_pausing import PausingReportVAD
+from voicelab.pipeline.turns.vad_pausing import PausingReportVAD
 
 
 class Scripted(VADAnalyzer):
@@ -50,7 +50,7 @@ def test_the_wrapper_reports_the_stopping_state_and_changes_nothing() -> None:
 
 def test_turn_vad_wraps_only_for_whisper_with_the_early_final() -> None:
     from voicelab.pipeline.assembly import stt_service, turn_vad
-    from voicelab.pipeline.stt_whisper import SharedRecognizer
+    from voicelab.pipeline.services.stt_whisper import SharedRecognizer
 
     class NoLoad(SharedRecognizer):
         def __init__(self) -> None:  # no model: the service is only built here

@@ -7,7 +7,7 @@ import pytest
 from pipecat.audio.vad.vad_analyzer import VADParams, VADState
 
 from voicelab.fixtures.format import FIXTURES_ROOT, load_fixture
-from voicelab.pipeline.vad_webrtc import WebRTCVADAnalyzer, WebRTCVADAnalyzerError
+from voicelab.pipeline.turns.vad_webrtc import WebrtcvadAnalyzer, WebrtcvadError
 
 SR = 16000
 
@@ -20,7 +20,7 @@ def _speech() -> np.ndarray:
     return (fx.turns[0].audio * 32767).astype(np.int16)
 
 
-async def _states(vad: WebRTCVADAnalyzer, pcm: np.ndarray) -> list[VADState]:
+async def _states(vad: WebrtcvadAnalyzer, pcm: np.ndarray) -> list[VADState]:
     out = []
     for i in range(0, pcm.size - 320 + 1, 320):  # 20 ms frames, as the pipeline feeds them
         out.append(await vad.analyze_audio(pcm[i:i + 320].tobytes()))
@@ -28,7 +28,7 @@ async def _states(vad: WebRTCVADAnalyzer, pcm: np.ndarray) -> list[VADState]:
 
 
 async def test_speech_starts_and_stops() -> None:
-    vad = WebRTCVADAnalyzer(sample_rate=SR, params=VADParams(start_secs=0.2, stop_secs=0.2))
+    vad = WebrtcvadAnalyzer(sample_rate=SR, params=VADParams(start_secs=0.2, stop_secs=0.2))
     vad.set_sample_rate(SR)
     speech = _speech()
     pcm = np.concatenate([np.zeros(SR // 2, dtype=np.int16), speech, np.zeros(SR, dtype=np.int16)])
@@ -40,7 +40,7 @@ async def test_speech_starts_and_stops() -> None:
 
 
 async def test_silence_is_quiet() -> None:
-    vad = WebRTCVADAnalyzer(sample_rate=SR)
+    vad = WebrtcvadAnalyzer(sample_rate=SR)
     vad.set_sample_rate(SR)
     states = await _states(vad, np.zeros(SR, dtype=np.int16))
     assert set(states) == {VADState.QUIET}
@@ -48,10 +48,10 @@ async def test_silence_is_quiet() -> None:
 
 
 def test_bad_settings_name_the_field() -> None:
-    with pytest.raises(WebRTCVADAnalyzerError, match="mode"):
-        WebRTCVADAnalyzer(mode=7)
-    with pytest.raises(WebRTCVADAnalyzerError, match="frame_ms"):
-        WebRTCVADAnalyzer(frame_ms=25)
-    vad = WebRTCVADAnalyzer()
-    with pytest.raises(WebRTCVADAnalyzerError, match="sample_rate"):
+    with pytest.raises(WebrtcvadError, match="mode"):
+        WebrtcvadAnalyzer(mode=7)
+    with pytest.raises(WebrtcvadError, match="frame_ms"):
+        WebrtcvadAnalyzer(frame_ms=25)
+    vad = WebrtcvadAnalyzer()
+    with pytest.raises(WebrtcvadError, match="sample_rate"):
         vad.set_sample_rate(22050)

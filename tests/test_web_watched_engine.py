@@ -10,9 +10,9 @@ import pytest
 from pipecat.observers.base_observer import BaseObserver
 
 from voicelab.pipeline.config import PipelineConfig
-from voicelab.pipeline.llm_service import EngineLLMService
-from voicelab.pipeline.turn_models import TurnModels
-from voicelab.pipeline.watchdog import Limits, WatchedEngine
+from voicelab.pipeline.processors.watchdog import Limits, WatchedEngine
+from voicelab.pipeline.services.llm_service import EngineLLMService
+from voicelab.pipeline.turns.turn_models import TurnModels
 from voicelab.web.session import LiveCallLog, build_live_pipeline
 
 

@@ -1,11 +1,11 @@
 """What a run's calls would cost: tokens per turn from the events times a price per million tokens.
 
-Pure: no pipecat, no torch (`engines.profiles` is plain Python). Token counts come from each `engine_done`
+Pure: no pipecat, no torch (`engines.simulated.profiles` is plain Python). Token counts come from each `engine_done`
 row: `input_tokens` / `output_tokens` (the HTTP engine's usage, or the local tokenizer's counts; see
 `engines.protocol.ReportsUsage`), else `tokens` (the generated length) for the output. Every generation is
 counted, cancelled ones too: a provider bills a barge-in's half answer.
 
-Prices (US dollars per million input / output tokens) are `engines.profiles.PRICES` (Mercury 2 $0.25 /
+Prices (US dollars per million input / output tokens) are `engines.simulated.profiles.PRICES` (Mercury 2 $0.25 /
 $0.75, Mercury 3 $0.10 / $0.35, as published, with their sources) plus the local tiny engines at $0: they
 run on this machine, with no per-token charge. An engine with no published price gets null costs and a
 note, never 0.
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from engines.profiles import PRICES, PROFILES, Price
+from engines.simulated.profiles import PRICES, PROFILES, Price
 from voicelab.measure.events import Event, EventKind
 
 LOCAL = Price(0.0, 0.0, "local engine on this machine: no per-token charge", None)
@@ -48,7 +48,7 @@ def price_for(config: Mapping[str, Any]) -> Price | None:
         if n in LOCAL_ENGINES:
             return LOCAL
     if isinstance(desc, Mapping) and desc.get("folder") and desc.get("params"):
-        return LOCAL  # a checkpoint folder (engines.engine.Engine.describe) runs here
+        return LOCAL  # a checkpoint folder (engines.local.engine.Engine.describe) runs here
     return None
 
 

@@ -411,7 +411,7 @@ def _summary_table(runs: Sequence[RunData]) -> str:
 
 
 def answers_section(runs: Sequence[RunData]) -> str:
-    """FAR beside answer accuracy and coherence per configuration (engines.answers), so a fast but wrong
+    """FAR beside answer accuracy and coherence per configuration (engines.shop.answers), so a fast but wrong
     configuration shows; accuracy below ACCURACY_BAR is marked."""
     head = "".join(f"<th>{h}</th>" for h in ("configuration", "FAR p50", "FAR p95", "answer accuracy", "coherent",
                                              "wrong tool calls", "tool calls executed / confirmed / refused"))

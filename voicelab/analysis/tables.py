@@ -81,7 +81,7 @@ SCHEMA: dict[str, list[Column]] = {
         Column("far_ms", _F, "first audible response: bot acoustic onset minus caller speech end (events)"),
         Column("false_cut_in", _B, "the bot's audio started inside this turn's caller speech (ground truth)"),
         Column("answer_text", _S, "the reply's whole text, tool span included (engine_done)"),
-        Column("coherent", _B, "the reply is a well-formed response of the business's grammar (engines.answers)"),
+        Column("coherent", _B, "the reply is a well-formed response of the business's grammar (engines.shop.answers)"),
         Column("answer_correct", _B, "right intent and exact slots against the fixture's expect_reply"),
         Column("wrong_tool_call", _B, "a tool call where the fixture expected none (or another one)"),
         Column("preemptive", _S, "preemptive generation: 'hit' (kept), 'miss' (regenerated) or null (none)"),

@@ -15,9 +15,9 @@ os.environ.setdefault("LOGURU_LEVEL", "WARNING")
 
 import typer  # noqa: E402
 
-from engines import bench  # noqa: E402
-from engines import train as tiny_train  # noqa: E402
 from engines.errors import CheckpointError  # noqa: E402
+from engines.eval import bench  # noqa: E402
+from engines.local import train as tiny_train  # noqa: E402
 from voicelab.cli import compare, mock_engine, probe, profiles, report, run, serve  # noqa: E402
 from voicelab.cli.common import fail  # noqa: E402
 from voicelab.cli.fixtures import fixtures_app  # noqa: E402

@@ -1,4 +1,4 @@
-"""`voicelab mock-engine`: the loopback mock of a hosted engine (engines/mock_server.py), to rehearse the
+"""`voicelab mock-engine`: the loopback mock of a hosted engine (engines/simulated/mock_server.py), to rehearse the
 OpenAI-compatible and Mercury paths without keys: `voicelab run --engine openai:gemini-2.5-flash
 --base-url http://127.0.0.1:8808/v1`, or `--engine profile:NAME@http:8808`."""
 
@@ -29,7 +29,7 @@ def mock_engine(
     """Serve the mock engine on loopback: chat completions over SSE, Mercury's diffusing drafts, timing from
     the profiles (`voicelab profiles`), faults on demand (X-Mock-Fault: 429, 500, hang, stall, disconnect,
     malformed)."""
-    from engines.mock_server import serve_mock
+    from engines.simulated.mock_server import serve_mock
 
     if not 0 < port < 65536:
         fail(f"--port {port}: not a TCP port (1-65535)")

@@ -1,4 +1,4 @@
-"""`voicelab probe ENGINE`: the commit-policy probe (engines/probe.py): does the engine's stream revise text
+"""`voicelab probe ENGINE`: the commit-policy probe (engines/eval/probe.py): does the engine's stream revise text
 it has shown, how late, and which gate policy would have been safe."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def probe(
     = None,
 ) -> None:
     """Stream long structured answers, diff every state against the final one, say which policies were safe."""
-    from engines import probe as probe_mod
+    from engines.eval import probe as probe_mod
     from engines.registry import open_engine_spec
 
     try:

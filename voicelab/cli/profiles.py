@@ -1,4 +1,4 @@
-"""`voicelab profiles`: the engine timing profiles (engines/profiles.py) that `--engine profile:NAME` plays."""
+"""`voicelab profiles`: the engine timing profiles (engines/simulated/profiles.py) that `--engine profile:NAME` plays."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from engines.profiles import profile_table
+from engines.simulated.profiles import profile_table
 
 
 def _price(v: float | None) -> str:

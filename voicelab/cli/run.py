@@ -10,7 +10,7 @@ import typer
 from typer.core import TyperCommand
 
 from engines.errors import CheckpointError, EngineSpecError
-from engines.profiles import PROFILES
+from engines.simulated.profiles import PROFILES
 from voicelab.cli.common import fail, quiet_pipecat_logs
 from voicelab.fixtures import FixtureError
 from voicelab.gate import GateConfigError, ShaperParams

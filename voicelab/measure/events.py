@@ -69,7 +69,7 @@ class EventKind(StrEnum):
     INTERRUPTION = "interruption"  # payload: bot_speaking (bool, whether the bot was talking)
     CONTEXT_UPDATE = "context_update"  # payload: content, interrupted
     ERROR = "error"  # payload: where, message
-    # robustness (voicelab.pipeline.watchdog, voicelab.pipeline.faults)
+    # robustness (voicelab.pipeline.processors.watchdog, voicelab.pipeline.processors.faults_wrappers)
     WATCHDOG = "watchdog"  # payload: what (engine_first_snapshot, engine_total, tts_chunk, stt_final), limit_s
     CALL_LIMIT = "call_limit"  # payload: limit_s; the call was ended there
     FAULT = "fault"  # payload: fault (e.g. engine-stall), where (turn:N or t:S); an injected failure fired

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from engines.answers import score_reply
+from engines.shop.answers import score_reply
 from engines.snapshot import Snapshot
 from voicelab.measure import intervals
 from voicelab.measure.events import Event, EventKind, revised_char_offsets
@@ -359,7 +359,7 @@ def _turn_row(call_id: str, turn: int, evs: list[Event]) -> dict[str, Any]:
 
 
 def _answer(done: Event | None, expect: Any) -> dict[str, Any]:
-    """The reply's answer scores (engines.answers): coherent always, correct when the fixture says what is."""
+    """The reply's answer scores (engines.shop.answers): coherent always, correct when the fixture says what is."""
     text = None if done is None or done.payload.get("cancelled") else done.payload.get("text")
     if not isinstance(text, str) or not text.strip():
         return {"answer_text": None, "coherent": None, "answer_correct": None, "wrong_tool_call": None}
@@ -375,7 +375,7 @@ def _engine_timing(reply: list[Event], llm_request: int | None) -> tuple[int | N
     The first visible token is the first engine_snapshot with non-empty text; TTFT runs from that
     generation's llm_request (matched by gen_id, else the reply's). Output speed is (N - 1) tokens over the
     first visible text to the generation's last snapshot (N: engine_done tokens; None if cancelled or the
-    answer came in one snapshot), as engines.profile_engine.measure_timing counts it.
+    answer came in one snapshot), as engines.simulated.profile_engine.measure_timing counts it.
     """
     first = _first(reply, K.ENGINE_SNAPSHOT, lambda e: bool(e.payload.get("text")))
     if first is None:

@@ -35,26 +35,31 @@ from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind, EventWriter
 from voicelab.measure.recording import CallRecorder
 from voicelab.pipeline.config import STREAMED_STT, PipelineConfig
-from voicelab.pipeline.confirmation import ToolConfirmation
-from voicelab.pipeline.faults import FaultyEngine, SttFaults, faulty_tts_factory, hang_up_when_due
-from voicelab.pipeline.fixture_input import FixturePlayerInput
-from voicelab.pipeline.gate_processor import GateProcessor, ToolHandler
-from voicelab.pipeline.greeting import GreetingProcessor
-from voicelab.pipeline.llm_service import EngineLLMService
 from voicelab.pipeline.observers import EventObserver
-from voicelab.pipeline.preempt_hold import PreemptHold
-from voicelab.pipeline.recording_output import RecordingOutput
+from voicelab.pipeline.processors.confirm_processor import ToolConfirmation
+from voicelab.pipeline.processors.faults_wrappers import (
+    FaultyEngine,
+    SttFaults,
+    faulty_tts_factory,
+    hang_up_when_due,
+)
+from voicelab.pipeline.processors.gate_processor import GateProcessor, ToolHandler
+from voicelab.pipeline.processors.greeting import GreetingProcessor
+from voicelab.pipeline.processors.preempt_hold import PreemptHold
+from voicelab.pipeline.processors.speculative_processor import SpeculativeGateProcessor
+from voicelab.pipeline.processors.watchdog import Limits, SttFinalWatchdog, WatchedEngine, run_within
 from voicelab.pipeline.resources import Resources
-from voicelab.pipeline.shared_voice import serialized
-from voicelab.pipeline.speculative_gate import SpeculativeGateProcessor
-from voicelab.pipeline.speculative_tts import SpeculativePiperTTSService
-from voicelab.pipeline.stt_pocketsphinx import PocketsphinxSTTService, TranscriptSTTService
-from voicelab.pipeline.stt_whisper import SharedRecognizer, WhisperSTTService, load_recognizer
-from voicelab.pipeline.tts_piper import PiperTTSService
-from voicelab.pipeline.turn_models import TurnModels
-from voicelab.pipeline.turns import turn_strategies, vad_analyzer
-from voicelab.pipeline.vad_pausing import PausingReportVAD
-from voicelab.pipeline.watchdog import Limits, SttFinalWatchdog, WatchedEngine, run_within
+from voicelab.pipeline.services.llm_service import EngineLLMService
+from voicelab.pipeline.services.shared_voice import serialized
+from voicelab.pipeline.services.speculative_tts import SpeculativePiperTTS
+from voicelab.pipeline.services.stt_pocketsphinx import PocketsphinxSTTService, TranscriptSTTService
+from voicelab.pipeline.services.stt_whisper import SharedRecognizer, StreamingWhisperSTT, load_recognizer
+from voicelab.pipeline.services.tts_piper import PackagedPiperTTS
+from voicelab.pipeline.transport.fixture_input import FixturePlayerInput
+from voicelab.pipeline.transport.recording_output import RecordingOutput
+from voicelab.pipeline.turns.factory import turn_strategies, vad_analyzer
+from voicelab.pipeline.turns.turn_models import TurnModels
+from voicelab.pipeline.turns.vad_pausing import PausingReportVAD
 from voicelab.rules.faults import Fault, FaultPlan
 from voicelab.rules.tool_reason import judge
 from voicelab.rules.tool_reason import parse_mode as parse_tool_reason
@@ -87,7 +92,7 @@ def stt_service(cfg: PipelineConfig, log: CallLog, *, decoder: Any = None,
     if cfg.stt in STREAMED_STT:
         if recognizer is None or recognizer.kind != cfg.stt:  # none yet, or one loaded for another --stt
             recognizer = load_recognizer(cfg.stt, beam_size=cfg.stt_beam, lm_weight=cfg.stt_lm)
-        return WhisperSTTService(recognizer=recognizer, sample_rate=sr,
+        return StreamingWhisperSTT(recognizer=recognizer, sample_rate=sr,
                                  interim=interim or cfg.preemptive)
     if cfg.stt == "pocketsphinx":
         return PocketsphinxSTTService(decoder=decoder, sample_rate=sr)
@@ -122,7 +127,7 @@ def make_tool_handler(tool_reason: str, llm: EngineLLMService, log: CallLog,
     the engine answered and the engine's commit-time confidence on the span), execute it (appended to `tools`,
     put back into the engine's history) or refuse it (appended with its reason, never into the history).
 
-    Mode `confirm` may also ask (`voicelab.pipeline.confirmation`, set as `llm.confirmation`): the row says
+    Mode `confirm` may also ask (`voicelab.pipeline.processors.confirm_processor`, set as `llm.confirmation`): the row says
     `asked` and gives the `question` the gate says instead of the engine's words; the caller's yes brings the
     call back in the next reply, where it runs with outcome `confirmed`.
 
@@ -180,9 +185,9 @@ def make_tool_handler(tool_reason: str, llm: EngineLLMService, log: CallLog,
 
 def turn_vad(cfg: PipelineConfig, stt: STTService, models: TurnModels | None = None) -> VADAnalyzer:
     """The user aggregator's VAD; with Whisper it also reports the speech's first silent frame to the recognizer,
-    which starts its final pass then instead of at the confirmed stop (voicelab.pipeline.vad_pausing)."""
+    which starts its final pass then instead of at the confirmed stop (voicelab.pipeline.turns.vad_pausing)."""
     vad = vad_analyzer(cfg, models)
-    watch = cfg.stt_early_final and isinstance(stt, WhisperSTTService)
+    watch = cfg.stt_early_final and isinstance(stt, StreamingWhisperSTT)
     return PausingReportVAD(vad, stt.speech_pausing) if watch else vad
 
 
@@ -209,11 +214,11 @@ def build_core(cfg: PipelineConfig, log: CallLog, *, engine: EngineLike, voice: 
 
     if cfg.speculative_tts is None:
         gate = GateProcessor(log, cfg.policy, cfg.shaper, tool_handler=tool_handler)
-        make_tts = tts_factory or PiperTTSService
+        make_tts = tts_factory or PackagedPiperTTS
     else:  # confident uncommitted text is synthesized early and held (voicelab.rules.speculative)
         gate = SpeculativeGateProcessor(log, cfg.policy, cfg.shaper, tool_handler=tool_handler,
                                         threshold=cfg.speculative_tts)
-        make_tts = tts_factory or SpeculativePiperTTSService
+        make_tts = tts_factory or SpeculativePiperTTS
     tts = make_tts(voice=voice, log=log, sample_rate=cfg.sample_rate, keep_leading_ms=cfg.keep_leading_ms)
 
     @asst_agg.event_handler("on_assistant_turn_stopped")
@@ -234,7 +239,7 @@ async def run_call(fixture: Fixture, cfg: PipelineConfig, res: Resources, call_i
 
     `tts_factory(voice=, log=, sample_rate=, keep_leading_ms=)` and `engine` replace the TTS and the engine
     (tests inject failing ones); by default they come from `res`. `limits` are the watchdogs'
-    (`voicelab.pipeline.watchdog`), `faults` the failures to inject (`voicelab.rules.faults`). `own_decoder`: a
+    (`voicelab.pipeline.processors.watchdog`), `faults` the failures to inject (`voicelab.rules.faults`). `own_decoder`: a
     pocketsphinx decoder of its own (calls played at the same time cannot share one utterance buffer).
     """
     limits = limits or Limits()
@@ -265,7 +270,7 @@ async def run_call(fixture: Fixture, cfg: PipelineConfig, res: Resources, call_i
     # calls played at once share the voice: espeak-ng (Piper's phonemizer) is process-global, one thread at a time
     core = build_core(cfg, log, engine=watched, voice=serialized(res.voice), tts_factory=tts_factory,
                       strategies=turn_strategies(cfg, decision=res.decision, log=log), vad=turn_vad(cfg, stt))
-    if isinstance(core.tts, PiperTTSService):
+    if isinstance(core.tts, PackagedPiperTTS):
         core.tts.step_limit_s = limits.tts_chunk_s
     context, tools = core.context, core.tools
     out = RecordingOutput(log, recorder, scheduler)

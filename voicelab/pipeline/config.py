@@ -26,10 +26,10 @@ STREAMED_STT = ("whisper", "moonshine")  # whole-utterance recognizers behind vo
 STT_HELP = ("whisper (tiny.en from a package, streamed passes), moonshine (Moonshine base from a package, the same "
             "passes: more accurate on real voices, ~3x the cost), pocketsphinx (streaming, fast, inaccurate) or "
             "transcript (the fixture's own text: STT out of the budget)")
-BARGE_IN_HELP = ("pause (the VAD pauses the bot, then stop or resume: voicelab.pipeline.barge_in), vad (any "
+BARGE_IN_HELP = ("pause (the VAD pauses the bot, then stop or resume: voicelab.pipeline.turns.barge_in_strategy), vad (any "
                  "speech stops the bot) or words:N (N recognised words while the bot talks)")
 TURN_HELP = ("decide (smart-turn on the audio and the tiny decision model on the words, re-scored as the "
-             "silence grows; engines/turn_policy.py), smart[:S] (smart-turn v3 after the VAD stop; an "
+             "silence grows; voicelab/rules/turn_end.py), smart[:S] (smart-turn v3 after the VAD stop; an "
              "unfinished-sounding turn ends after S s of silence, default 2) or timeout:S (S seconds of silence)")
 
 
@@ -77,7 +77,7 @@ class PipelineConfig:
     sample_rate: int = 16000
     keep_leading_ms: float | None = 20.0  # Piper's leading silence kept before each chunk
     no_reply_timeout_s: float = 6.0
-    greeting: str = DEFAULT_GREETING  # spoken at call start (voicelab.pipeline.greeting); "" for none
+    greeting: str = DEFAULT_GREETING  # spoken at call start (voicelab.pipeline.processors.greeting); "" for none
     # speculative synthesis (voicelab.rules.speculative): uncommitted text whose positions' confidence passes this
     # goes to TTS early, its audio held until the gate commits it unchanged; None: off
     speculative_tts: float | None = None

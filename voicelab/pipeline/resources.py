@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from engines.decision import DecisionModel, load_decision_model
+from engines.decision.model import DecisionModel, load_decision_model
 from engines.protocol import EngineLike
 from engines.registry import open_engine_spec
 from voicelab.pipeline.config import STREAMED_STT, PipelineConfig
-from voicelab.pipeline.stt_pocketsphinx import new_decoder
-from voicelab.pipeline.stt_whisper import SharedRecognizer, load_recognizer
-from voicelab.pipeline.tts_piper import load_voice
+from voicelab.pipeline.services.stt_pocketsphinx import new_decoder
+from voicelab.pipeline.services.stt_whisper import SharedRecognizer, load_recognizer
+from voicelab.pipeline.services.tts_piper import load_voice
 
 
 class Resources:

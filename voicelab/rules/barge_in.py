@@ -1,10 +1,10 @@
 """Pause, decide, resume: the bookkeeping of a bot that paused its audio at the caller's voice.
 
-Plain Python (no pipecat, no torch). The decision itself is `engines.turn_policy.decide_interruption`
+Plain Python (no pipecat, no torch). The decision itself is `decide_interruption` below
 (STOP / RESUME / WAIT from the words heard since the pause, P(interruption), the time since the pause and
 whether the caller is still speaking). `PausedBot` keeps those inputs for one pause and asks the rule.
 
-P(interruption) comes from a judge: the decision model (`engines.decision`, task "interruption") when its
+P(interruption) comes from a judge: the decision model (`engines.decision.model`, task "interruption") when its
 weights are installed, else `word_count_p`, a documented rule on the recogniser's words:
 
 - no words yet: None (unknown; the rule waits while the caller speaks, resumes once they stop);
@@ -14,20 +14,160 @@ weights are installed, else `word_count_p`, a documented rule on the recogniser'
 - 3 words or more: P = 0.8, an interruption (nobody backchannels in a sentence); with the rule's stop_p
   of 0.7 the bot stops for good as soon as the third word is recognised, which is `words:3`'s old barge-in
   rule, except that the bot has been silent since the VAD heard the caller.
+
+Paused bot (`decide_interruption`): the bot paused its audio at the caller's voice; each time the
+words, the decision model's verdict or the clock change, decide STOP (a real interruption: stop
+for good), RESUME (a backchannel, a cough, nothing: continue where it paused) or WAIT:
+
+1. STOP when the decision model says "interruption" with P ≥ `stop_p` (0.7) on non-empty words.
+2. STOP when `safety_words` (5) words have been heard whatever the model says: nobody
+   backchannels in five words, and a model error must not let the bot talk over a caller.
+3. While the caller is still speaking, WAIT (a backchannel is over in well under a second; the
+   words so far may be the start of "no wait ..."), up to `max_hold_ms` (2000) after the pause;
+   then STOP if any words were recognised (someone talking that long means it), else RESUME
+   (speech without words: background talk or noise).
+4. The caller has stopped, and the recogniser's final reading of what they said is on its way (the
+   turn VAD heard them, so a final pass runs at its stop): WAIT for it up to `final_wait_ms` (500)
+   after the stop. A partial reading misses the last words and the bot is already silent, so the
+   final is worth its ~100-200 ms; 500 ms is the STT service's own p99 time to a final
+   (`ttfs_p99_latency`). Settling on partials at a fixed time after the pause instead let a partial
+   judged "interruption" stop the bot for a backchannel whose final said "right".
+5. Then RESUME once `settle_ms` (250) have passed since the pause if there are no words or the model
+   says "not an interruption"; with words the model is unsure about, WAIT for a later transcript until
+   `resume_ms` (600) and then follow the model's answer. 600 ms is the resume-gap target of issue 11:
+   after that the pause itself becomes the defect.
+
+A short reading the caller dropped is not an interruption. Once the caller has stopped and the final
+reading is at most `fragment_words` (2) words that the decision model judges not a whole utterance (its
+`turn_complete` P < 0.5: "i want", "my name", a garbled "i b"), the bot RESUMEs even if the interruption
+verdict says yes. The interruption task is trained on the words heard *so far* ("two words of a request
+already make an interruption"), which is right while the caller talks; a caller who drops out after a
+fragment has yielded the floor, which is how people resolve overlapping talk: one side stops within a
+beat or two and the other carries on (Schegloff 2000, "Overlapping talk and the organization of
+turn-taking"). A short complete interruption ("wait", "stop", "hold on", "no no", "excuse me": P(complete)
+0.77-1.0) still stops the bot, and three words or more are a sentence whatever their grammar (the word
+rule's and pipecat's min-words threshold). The model errs here too: it calls "stop it" (0.41), "wait what"
+(0.29) and "nope" (0.03) fragments, so on those the bot resumes; a caller who meant it says more, and the next
+pause hears them (a wrong RESUME can be undone, a wrong STOP cannot: below).
+
+Only words the recogniser can stand behind may stop the bot. A reading is no evidence when it holds more
+words than the speech could (`words_plausible`: nobody says more than `max_words_per_s`, 6, words a second;
+fast speech is ~4-5, auctioneers reach ~6; plus one word for the edges, over the speech the VAD timed plus
+`speech_slack_ms`, 250, for the VAD's late start) or fails Whisper's own decode-failure test
+(`voicelab.speech.reliability.words_reliable`). Whisper tiny.en on short, degraded sounds does both: "i see" on an
+8 kHz line came out "i b i b i b i" (7 words in 0.5 s of speech) or "i p" (mean log probability -1.2),
+"yeah" as "yennon", a cough as "you" (-1.85), and the decision model, trained on clean text, called some of
+them interruptions with P near 1. Such a reading counts as no words for rules 1, 2 and 5. The asymmetry is
+deliberate: a wrong STOP cannot be undone (the reply is dropped), a wrong RESUME can (a caller who meant it
+keeps talking, and rule 3 or a clear reading stops the bot). Offline, every interruption of the bundled
+fixtures and the real recordings read cleanly (log probabilities -0.1 to -0.75). Rule 3 still counts an
+untrusted reading: 2 s of continuous speech over the bot is an interruption whatever the recogniser made of it.
+For fixed inputs the outcome is monotone in time (all clocks moving together): once STOP or RESUME at t,
+the same at t' > t.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 
-from engines.turn_policy import (
-    PauseAction,
-    PauseDecision,
-    PauseThresholds,
-    decide_interruption,
-    words_plausible,
-)
+
+class PauseAction(Enum):
+    STOP = "stop"
+    RESUME = "resume"
+    WAIT = "wait"
+
+
+@dataclass(frozen=True)
+class PauseThresholds:
+    stop_p: float = 0.7  # P(interruption) that stops the bot for good
+    safety_words: int = 5
+    settle_ms: float = 250.0
+    resume_ms: float = 600.0
+    max_hold_ms: float = 2000.0
+    final_wait_ms: float = 500.0  # after the caller stops, how long to wait for the final reading
+    max_words_per_s: float = 6.0  # a reading with more words than this rate (plus one) could hold is no evidence
+    # the speech length is estimated from the turn VAD's start and stop, which lag the speech by start_secs plus
+    # Silero's smoothing (0.24-0.6 s after the true onset in the default list's runs): it can be short by that
+    speech_slack_ms: float = 250.0
+    fragment_words: int = 2  # a final reading this short must be a whole utterance to stop the bot
+
+    def __post_init__(self) -> None:
+        if self.fragment_words < 0 or self.fragment_words >= self.safety_words:
+            raise ValueError(f"pause thresholds: fragment_words must be in [0, safety_words), got "
+                             f"{self.fragment_words}")
+        if not 0 <= self.final_wait_ms <= self.max_hold_ms or self.max_words_per_s <= 0:
+            raise ValueError(f"pause thresholds: final_wait_ms must be in [0, max_hold_ms] and max_words_per_s "
+                             f"> 0, got {self.final_wait_ms}, {self.max_words_per_s}")
+        if not 0.5 <= self.stop_p <= 1.0 or self.safety_words < 1:
+            raise ValueError(f"pause thresholds: stop_p must be in [0.5, 1] and safety_words >= 1, got "
+                             f"stop_p={self.stop_p} safety_words={self.safety_words}")
+        if not 0 <= self.settle_ms <= self.resume_ms <= self.max_hold_ms:
+            raise ValueError(f"pause thresholds must satisfy 0 <= settle <= resume <= max_hold, got "
+                             f"{self.settle_ms}, {self.resume_ms}, {self.max_hold_ms}")
+
+
+@dataclass(frozen=True)
+class PauseDecision:
+    action: PauseAction
+    reason: str
+
+
+def words_plausible(n_words: int, speech_ms: float | None, th: PauseThresholds = PauseThresholds()) -> bool:
+    """Whether `n_words` recognised words fit in `speech_ms` of speech (None: unknown duration, so yes)."""
+    if speech_ms is None:
+        return True
+    return n_words <= 1 + th.max_words_per_s * (max(0.0, speech_ms) + th.speech_slack_ms) / 1000.0
+
+
+def decide_interruption(words: str, interruption_p: float | None, since_pause_ms: float, caller_speaking: bool,
+                        th: PauseThresholds = PauseThresholds(), words_final: bool = True, *,
+                        heard_words: int | None = None, awaiting_final_ms: float | None = None,
+                        complete_p: float | None = None) -> PauseDecision:
+    """STOP, RESUME or WAIT for a bot paused at the caller's voice.
+
+    words: the transcript heard since the pause (interim or final) that may be judged ("" when the reading
+    is no evidence: `words_plausible`, `words_reliable`); interruption_p: the decision model's
+    P(interruption) on those words (None if not asked yet); since_pause_ms: time since the bot paused; caller_speaking: the VAD still hears
+    the caller; words_final: the words are the recogniser's final reading, not a partial one; heard_words:
+    the words recognised at all, judged or not (None: those of `words`); awaiting_final_ms: the time since
+    the caller stopped while the final reading of their speech has not landed (None: none is on its way);
+    complete_p: the decision model's P(the words are a whole utterance) (None: not judged).
+    The model's verdict decides only on a final reading (a partial misses the last words: "all" of "all
+    right" reads as an interruption); without one, the partial's verdict is taken once the final is overdue
+    and `resume_ms` has passed.
+    """
+    if interruption_p is not None and not 0.0 <= interruption_p <= 1.0:
+        raise ValueError(f"P(interruption) must be in [0, 1], got {interruption_p}")
+    n = len(words.split())
+    heard = n if heard_words is None else max(n, heard_words)
+    fragment = bool(n) and n <= th.fragment_words and words_final and complete_p is not None and complete_p < 0.5
+    if n and words_final and interruption_p is not None and interruption_p >= th.stop_p and not fragment:
+        return PauseDecision(PauseAction.STOP, "the words are an interruption")
+    if n >= th.safety_words:
+        return PauseDecision(PauseAction.STOP, f"{n} words over the bot")
+    if caller_speaking:
+        if since_pause_ms < th.max_hold_ms:
+            return PauseDecision(PauseAction.WAIT, "caller still speaking")
+        return (PauseDecision(PauseAction.STOP, "caller kept talking with words") if heard
+                else PauseDecision(PauseAction.RESUME, "long sound without words"))
+    if since_pause_ms < th.settle_ms:
+        return PauseDecision(PauseAction.WAIT, "settling")
+    if awaiting_final_ms is not None and awaiting_final_ms < th.final_wait_ms and since_pause_ms < th.max_hold_ms:
+        return PauseDecision(PauseAction.WAIT, "waiting for the final transcript")
+    if n == 0:
+        return PauseDecision(PauseAction.RESUME, "untrusted reading: no words" if heard else "no words")
+    if words_final and interruption_p is not None and interruption_p < 1.0 - th.stop_p:
+        return PauseDecision(PauseAction.RESUME, "backchannel or noise")
+    if fragment:
+        return PauseDecision(PauseAction.RESUME, "the caller dropped out after a fragment")
+    if since_pause_ms < th.resume_ms:
+        return PauseDecision(PauseAction.WAIT, "unsure: waiting for the transcript")
+    if interruption_p is not None and interruption_p >= 0.5:
+        return PauseDecision(PauseAction.STOP, "unsure, leaning interruption")
+    return PauseDecision(PauseAction.RESUME, "unsure, leaning backchannel")
+
 
 BACKCHANNEL_MAX_WORDS = 2
 BACKCHANNEL_P = 0.2

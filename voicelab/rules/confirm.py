@@ -7,7 +7,7 @@ plain yes executes the call (and the bot says `confirmed_reply(...)`, the shop's
 action), a no or anything else refuses it and the turn is answered normally. `Confirmations` keeps one call's
 waiting and confirmed calls.
 
-The yes/no judgement is a word rule, not the decision model: `engines.decision` answers only `turn_complete`
+The yes/no judgement is a word rule, not the decision model: `engines.decision.model` answers only `turn_complete`
 and `interruption`, nothing that says whether words agree. The rule is strict on purpose (a yes destroys a
 booking): every word of the turn must be an agreement ("yes", "that is right", "please do" ...), politeness or
 filler, or a word of the question itself ("yes cancel my monday appointment"); one negation anywhere makes it a
@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from engines.corpus import REPLIES, render
+from engines.shop.corpus import REPLIES, render
 from voicelab.gate import ToolCall
 
 Answer = Literal["yes", "no", "other"]
@@ -74,7 +74,7 @@ def question(name: str, args: Mapping[str, str]) -> str:
 
 def confirmed_reply(call: ToolCall) -> str:
     """The reply after the caller's yes: the call's own span, then the shop's words for that action done (the
-    reply grammar of `engines.corpus`, which the engines were trained to say after such a span)."""
+    reply grammar of `engines.shop.corpus`, which the engines were trained to say after such a span)."""
     spoken = "okay, that is done."  # a tool without a reply template (or with its slots missing)
     if call.name in REPLIES:
         try:

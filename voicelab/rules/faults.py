@@ -6,10 +6,10 @@
 
 A *raise* makes the component fail as a crash would (the engine's stream raises, Piper raises on a sentence,
 the recogniser's final transcript is lost with an error); a *stall* makes it wait for ever (the watchdogs of
-`voicelab.pipeline.watchdog` must end it); *caller-disconnect* hangs up the call. Each fault fires at most
+`voicelab.pipeline.processors.watchdog` must end it); *caller-disconnect* hangs up the call. Each fault fires at most
 once per call and logs a `fault` row; `outcomes` tells from the event rows what followed it.
 
-Plain Python: parsing, the per-call plan and the outcome table. The wrappers are `voicelab.pipeline.faults`.
+Plain Python: parsing, the per-call plan and the outcome table. The wrappers are `voicelab.pipeline.processors.faults_wrappers`.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Tool calls need a reason (issue 14 item 4): may the pipeline execute this tool call?
 
-A destructive tool call (`engines.corpus.DESTRUCTIVE_TOOLS`: cancel, reschedule) is executed only with a
+A destructive tool call (`engines.shop.corpus.DESTRUCTIVE_TOOLS`: cancel, reschedule) is executed only with a
 reason, chosen by `PipelineConfig.tool_reason` (`voicelab run --tool-reason`):
 
-- `words` (default): the caller's words of that turn ask for it (`engines.answers.tool_call_supported`: a cue
+- `words` (default): the caller's words of that turn ask for it (`engines.shop.answers.tool_call_supported`: a cue
   word such as "cancel" or "move" in the last utterance, and every argument value the tool needs said in it or
   in the caller's earlier turns);
 - `confidence[:BAR]`: the engine's own confidence on the tool span is at least BAR (default `CONFIDENCE_BAR`);
@@ -30,8 +30,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from engines.answers import tool_call_supported, tool_span_confidence
-from engines.corpus import DESTRUCTIVE_TOOLS
+from engines.shop.answers import tool_call_supported, tool_span_confidence
+from engines.shop.corpus import DESTRUCTIVE_TOOLS
 from engines.snapshot import Snapshot
 
 TOOL_REASONS = ("words", "confidence", "confirm", "off")

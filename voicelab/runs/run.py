@@ -67,14 +67,14 @@ def default_matrix(base: PipelineConfig | None = None, name: str = "default") ->
 
 
 def profile_matrix(base: PipelineConfig, names: Sequence[str] | None = None) -> list[PipelineConfig]:
-    """Every timing profile (engines/profiles.py; or those named) under `pinned` and under `final`: what the
+    """Every timing profile (engines/simulated/profiles.py; or those named) under `pinned` and under `final`: what the
     gate is worth once the engine is slow (first_token_to_audio_ms separates the two).
 
     A diffusion profile's drafts are all visible and wrong in places until its block settles (a revising
-    stream, engines/reveal.py), so `pinned` uses the block frontier there (`pinned:block`, DESIGN.md §2);
+    stream, engines/simulated/reveal.py), so `pinned` uses the block frontier there (`pinned:block`, DESIGN.md §2);
     plain `pinned` (prefix) would speak a first draft's wrong words.
     """
-    from engines.profiles import PROFILES, get_profile
+    from engines.simulated.profiles import PROFILES, get_profile
 
     chosen = [get_profile(n) for n in names] if names else list(PROFILES.values())
     return [replace(base, engine=f"profile:{p.name}", sampler=None, label=None,

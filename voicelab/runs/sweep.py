@@ -49,7 +49,7 @@ from voicelab.runs.grid import (  # noqa: F401 (compatible, parse_shaper: re-exp
 from voicelab.runs.synthetic import synthetic_cell_runner
 
 LOCK = ".sweep.lock"  # holds the pid of the sweep writing this folder
-# answer accuracy (engines.answers, against the fixtures' expect_reply) below this marks a configuration as
+# answer accuracy (engines.shop.answers, against the fixtures' expect_reply) below this marks a configuration as
 # fast-but-wrong in the Pareto table and plot: issue 14's target for the bundled suite
 ACCURACY_BAR = 0.95
 

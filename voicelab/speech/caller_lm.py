@@ -1,7 +1,7 @@
 """What the shop's callers say, as a word trigram model: it re-ranks Whisper's N best readings (`--stt-lm W`).
 
 A deployed voice agent knows its business, and its recogniser may too: commercial ones take phrase hints. Here
-the hints are a language model of caller turns drawn from the corpus generator (`engines.corpus`, the same
+the hints are a language model of caller turns drawn from the corpus generator (`engines.shop.corpus`, the same
 generator that trains the tiny engines; its garbled `clarify` requests are left out, so garbling is not what it
 learns to expect), never from the fixtures. Whisper's beam gives N readings with their log probabilities; the
 reading kept maximises `whisper + W * lm` (shallow fusion on complete hypotheses).
@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from engines.corpus import generate
+from engines.shop.corpus import generate
 from voicelab.speech.text import recognizer_text
 
 BACKOFF = 0.4  # Brants et al.'s factor per shorter context

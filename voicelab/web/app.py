@@ -33,6 +33,7 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from loguru import logger
 from pydantic import BaseModel
 
+from engines.registry import SAMPLER_NAMES, shipped_engines
 from voicelab.gate import GateConfigError
 from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
 from voicelab.web.requests import BodyError, CandidatesBody, CloseBody, OfferBody, check_headers, parse_body
@@ -87,20 +88,16 @@ class ApiError(Exception):
 
 def engine_choices(default: str) -> list[str]:
     """The shipped tiny engines that are present, plus the serve default (which may be a folder)."""
-    from engines.engine import TINY_MODELS
-
-    out = [name for name, folder in TINY_MODELS.items() if (folder / "config.json").is_file()]
+    out = shipped_engines()
     if default not in out:
         out.insert(0, default)
     return out
 
 
 def option_choices(opts: ServeOptions) -> dict[str, list[str]]:
-    from engines.samplers import SAMPLERS
-
     p = opts.pipeline
     policies = list(POLICY_CHOICES) if p.policy in POLICY_CHOICES else [p.policy, *POLICY_CHOICES]
-    return {"engine": engine_choices(p.engine), "sampler": ["default", *SAMPLERS], "policy": policies,
+    return {"engine": engine_choices(p.engine), "sampler": ["default", *SAMPLER_NAMES], "policy": policies,
             "vad": list(VAD_CHOICES), "stt": list(STT_CHOICES)}
 
 

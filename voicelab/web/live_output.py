@@ -1,7 +1,7 @@
 """The browser's speaker: pipecat's SmallWebRTC output, taught to pause and resume (`--barge-in pause`).
 
 `PausableWebRTCOutput` honours `PlayoutPauseFrame` / `PlayoutResumeFrame` as the recording speaker
-(`voicelab.pipeline.recording_output.RecordingOutput`) does, with the same `PlayoutHold`: a write waits while
+(`voicelab.pipeline.transport.recording_output.RecordingOutput`) does, with the same `PlayoutHold`: a write waits while
 paused, holding its frame and the rest of the reply behind it, so a resume sends the exact next sample; an
 interruption during a pause drops the held audio unsent. Audio already handed to the WebRTC track when the
 pause arrives still goes out: the session writes 10 ms frames (`audio_out_10ms_chunks=1`), so that is at
@@ -21,7 +21,7 @@ from pipecat.processors.frame_processor import FrameDirection
 from pipecat.transports.smallwebrtc.transport import SmallWebRTCOutputTransport, SmallWebRTCTransport
 
 from voicelab.pipeline.frames import PlayoutPauseFrame, PlayoutResumeFrame
-from voicelab.pipeline.playout_hold import PlayoutHold
+from voicelab.rules.playout_hold import PlayoutHold
 
 
 class PausableWebRTCOutput(SmallWebRTCOutputTransport):

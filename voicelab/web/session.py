@@ -51,7 +51,7 @@ from pipecat.services.stt_service import STTService
 from pipecat.transports.base_transport import TransportParams
 from pipecat.workers.runner import WorkerRunner
 
-from engines.decision import DecisionModel, load_decision_model
+from engines.decision.model import DecisionModel, load_decision_model
 from engines.protocol import EngineLike
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import Event, EventKind
@@ -60,15 +60,15 @@ from voicelab.measure.recording import Track
 from voicelab.pipeline.assembly import build_core, stt_service, turn_vad
 from voicelab.pipeline.config import STREAMED_STT, PipelineConfig
 from voicelab.pipeline.frames import PlayoutMarkFrame, PlayoutPauseFrame, PlayoutResumeFrame, SnapshotFrame
-from voicelab.pipeline.llm_service import EngineLLMService
 from voicelab.pipeline.observers import EventObserver
+from voicelab.pipeline.processors.watchdog import Limits, WatchedEngine
 from voicelab.pipeline.resources import open_engine_for, warm_up_voice
-from voicelab.pipeline.shared_voice import SerializedVoice
-from voicelab.pipeline.stt_whisper import SharedRecognizer, load_recognizer
-from voicelab.pipeline.tts_piper import PiperTTSService, load_voice
-from voicelab.pipeline.turn_models import TurnModels
-from voicelab.pipeline.turns import turn_strategies
-from voicelab.pipeline.watchdog import Limits, WatchedEngine
+from voicelab.pipeline.services.llm_service import EngineLLMService
+from voicelab.pipeline.services.shared_voice import SerializedVoice
+from voicelab.pipeline.services.stt_whisper import SharedRecognizer, load_recognizer
+from voicelab.pipeline.services.tts_piper import PackagedPiperTTS, load_voice
+from voicelab.pipeline.turns.factory import turn_strategies
+from voicelab.pipeline.turns.turn_models import TurnModels
 from voicelab.web.live import CanvasView, live_latency
 from voicelab.web.live_output import PausableWebRTCTransport
 from voicelab.web.recording import LiveRecording, MicRecorder, page_message
@@ -281,7 +281,7 @@ class ResourcePool:
 
     An engine runs its steps in its own single worker thread, so sessions sharing it take turns per step.
     Pocketsphinx decoders are per session (a decoder holds one utterance at a time); so are the VAD and
-    smart-turn analyzers, around shared model sessions (voicelab.pipeline.turn_models).
+    smart-turn analyzers, around shared model sessions (voicelab.pipeline.turns.turn_models).
     """
 
     def __init__(self) -> None:
@@ -349,12 +349,12 @@ async def build_live_pipeline(session: Session, transport: Any) -> Any:
     vad, strategies = await asyncio.to_thread(
         lambda: (turn_vad(cfg, stt, models), turn_strategies(cfg, decision=session.pool.decision, log=log,
                                                             models=models)))
-    # the watchdogs of `run_call` (voicelab.pipeline.watchdog): a stalled engine or TTS ends the reply, not
+    # the watchdogs of `run_call` (voicelab.pipeline.processors.watchdog): a stalled engine or TTS ends the reply, not
     # the session
     limits = Limits()
     core = build_core(cfg, log, engine=WatchedEngine(session.engine, log, limits), voice=session.voice, vad=vad,
                       strategies=strategies)
-    if isinstance(core.tts, PiperTTSService):
+    if isinstance(core.tts, PackagedPiperTTS):
         core.tts.step_limit_s = limits.tts_chunk_s
     playout = LivePlayout(log, sr, on_words=session.canvas.spoken_words)
     session.mic, session.playout = MicRecorder(log, sr), playout  # the two channels of the session's recording

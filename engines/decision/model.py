@@ -1,0 +1,146 @@
+"""The decision model: a typed yes/no question about a caller's words, answered in one forward pass.
+
+A tiny causal network in the LLaDA layout (engines/local/model.py) reads
+
+    <|bos|> <|task|> [<|assistant|> bot's line <|eos|>] <|user|> caller's words <|assistant|>
+
+and the logits of its last position over the two answer tokens <|yes|> / <|no|> give the answer
+and its confidence. Tasks (engines/decision/corpus.py):
+
+- `turn_complete`: is the caller's turn finished (yes) or cut off mid-sentence (no)?
+- `interruption`: while the bot talks, are these words a real interruption (yes) or a
+  backchannel / noise (no)?
+
+    from engines.decision.model import load_decision_model
+    dm = load_decision_model()                      # engines/tiny/decision
+    d = dm.ask("turn_complete", "i would like to book a")   # d.answer, d.confidence, d.ms
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from engines.errors import CheckpointError
+from engines.local.checkpoint import load, read_config
+from engines.local.input_norm import normalize
+from engines.local.model import LLaDAModel
+from engines.local.tokenizer import ChatTokenizer
+
+TASK_TOKENS = {"turn_complete": "<|turn_complete|>", "interruption": "<|interruption|>"}
+YES, NO = "<|yes|>", "<|no|>"
+DECISION_TOKENS = [*TASK_TOKENS.values(), YES, NO]
+DEFAULT_FOLDER = Path(__file__).resolve().parents[1] / "tiny" / "decision"
+
+
+@dataclass(frozen=True)
+class Decision:
+    answer: bool
+    confidence: float  # probability of the answer given, 0.5 to 1
+    ms: float  # wall time of the judgement: normalising, tokenising and the forward pass
+
+    @property
+    def p_yes(self) -> float:
+        return self.confidence if self.answer else 1.0 - self.confidence
+
+
+@dataclass(frozen=True)
+class PromptLimits:
+    """Token budgets: the caller's words keep their end, the bot's line its end (what was said last)."""
+
+    max_text_tokens: int = 48
+    max_context_tokens: int = 32
+
+
+def add_decision_tokens(tok: ChatTokenizer) -> None:
+    """Give a copy of the tiny tokenizer the task tags and the two answer tokens."""
+    tok.tok.add_special_tokens(DECISION_TOKENS)
+
+
+def encode_prompt(tok: ChatTokenizer, task: str, text: str, context: str | None,
+                  limits: PromptLimits = PromptLimits()) -> list[int]:
+    if task not in TASK_TOKENS:
+        raise ValueError(f"decision task {task!r}: expected one of {sorted(TASK_TOKENS)}")
+    tid = tok.tok.token_to_id
+    ids = [tid("<|bos|>"), tid(TASK_TOKENS[task])]
+    ctx = normalize(context or "")
+    if ctx:
+        ids += [tid("<|assistant|>"), *tok.encode(ctx)[-limits.max_context_tokens:], tok.eos_id]
+    words = normalize(text)
+    body = tok.encode(words)[-limits.max_text_tokens:] if words else []
+    return ids + [tid("<|user|>"), *body, tid("<|assistant|>")]
+
+
+def answer_ids(tok: ChatTokenizer) -> tuple[int, int]:
+    """(no, yes) token ids."""
+    no, yes = tok.tok.token_to_id(NO), tok.tok.token_to_id(YES)
+    if no is None or yes is None:
+        raise CheckpointError(f"{tok.path or 'tokenizer'}: tokenizer.json lacks the answer tokens {NO} {YES}")
+    return no, yes
+
+
+def batch_logits(model: LLaDAModel, prompts: list[list[int]], answer: tuple[int, int],
+                 pad_id: int) -> torch.Tensor:
+    """(B, 2) logits of (no, yes) at each prompt's last position; prompts left-padded."""
+    P = max(len(p) for p in prompts)
+    ids = torch.tensor([[pad_id] * (P - len(p)) + p for p in prompts], device=model.t.wte.weight.device)
+    pad = torch.tensor([[False] * (P - len(p)) + [True] * len(p) for p in prompts], device=ids.device)
+    logits = model(ids, pad_mask=pad)[:, -1]
+    return logits[:, list(answer)].float()
+
+
+class DecisionModel:
+    """Answers typed yes/no questions about a transcript; one forward pass per question."""
+
+    def __init__(self, model: LLaDAModel, tok: ChatTokenizer, limits: PromptLimits = PromptLimits()) -> None:
+        self.model = model
+        self.tok = tok
+        self.limits = limits
+        self.answer = answer_ids(tok)
+        self.pad_id = tok.tok.token_to_id("<|pad|>")
+
+    def prompt(self, task: str, text: str, context: str | None = None) -> list[int]:
+        return encode_prompt(self.tok, task, text, context, self.limits)
+
+    @torch.inference_mode()
+    def ask(self, task: str, text: str, context: str | None = None) -> Decision:
+        """Answer `task` about `text` (a transcript, any casing/punctuation); context: the bot's line."""
+        t0 = time.perf_counter()
+        ids = torch.tensor([self.prompt(task, text, context)], device=self.model.t.wte.weight.device)
+        logits = self.model(ids)[0, -1, list(self.answer)].float()
+        p_yes = float(torch.softmax(logits, -1)[1])
+        ms = (time.perf_counter() - t0) * 1000
+        return Decision(p_yes >= 0.5, max(p_yes, 1.0 - p_yes), ms)
+
+    @torch.inference_mode()
+    def p_yes_batch(self, items: list[tuple[str, str, str | None]], batch: int = 256) -> list[float]:
+        """P(yes) for many (task, text, context) at once: for evaluation, not for the live path."""
+        out: list[float] = []
+        for i in range(0, len(items), batch):
+            prompts = [self.prompt(*it) for it in items[i:i + batch]]
+            out += torch.softmax(batch_logits(self.model, prompts, self.answer, self.pad_id), -1)[:, 1].tolist()
+        return out
+
+
+def load_decision_model(folder: str | Path | None = None, device: str = "cpu") -> DecisionModel:
+    """The shipped decision model (engines/tiny/decision) or another folder of the same layout."""
+    folder = Path(folder) if folder is not None else DEFAULT_FOLDER
+    ck = load(folder, device=device, dtype=torch.float32)
+    answer_ids(ck.tokenizer)
+    cfg = read_config(folder)
+    if not cfg.causal:
+        raise CheckpointError(f"{folder / 'config.json'}: a decision model must be causal (field 'causal')")
+    extra = _decision_section(folder)
+    limits = PromptLimits(int(extra.get("max_text_tokens", 48)), int(extra.get("max_context_tokens", 32)))
+    return DecisionModel(ck.model, ck.tokenizer, limits)
+
+
+def _decision_section(folder: Path) -> dict:
+    d = json.loads((folder / "config.json").read_text()).get("voicelab", {}).get("decision")
+    if not isinstance(d, dict):
+        raise CheckpointError(f"{folder / 'config.json'}: no 'voicelab.decision' section: not a decision model")
+    return d

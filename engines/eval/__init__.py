@@ -1,0 +1,3 @@
+"""Evaluation of the engines: correctness on held-out callers, the engine bench, the commit-policy
+probe. May import every subpackage.
+"""

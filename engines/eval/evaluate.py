@@ -1,0 +1,160 @@
+"""Does an engine answer the bike shop's callers correctly? Right intent and exact slot values.
+
+Two built-in sets: held-out in-domain prompts from engines/shop/corpus.py whose slot combinations never
+occur in training, and the out-of-domain set of engines/shop/ood.py (off-topic, unrelated, half-destroyed
+requests: the fallback or a clarifying question is expected, never a tool call). Or any prompt
+file (`--prompts FILE`, JSON lines `{"prompt": "...", "expect": "fallback" | {"intent": ..., "slots": {...}}}`).
+Each answer is scored by engines/shop/answers.py against the corpus's response grammar, so a reply
+that says the right thing with a wrong day, time, name or digit counts as wrong, and one that
+mixes templates counts as incoherent.
+
+    python -m engines.eval.evaluate --model diffusion --sampler threshold --n 500
+    python -m engines.eval.evaluate --model ar --set ood
+    python -m engines.eval.evaluate --model diffusion --prompts my_prompts.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engines.shop import corpus
+from engines.shop.answers import Expect, parse_expect, score_reply
+from engines.shop.ood import ood_prompts
+
+_SEMANTIC_SLOTS = ("day", "time", "name", "number")
+
+
+def parse_answer(text: str) -> tuple[str | None, dict[str, str]]:
+    """(intent, slots) read back from an answer, or (None, {}) if it fits no reply template."""
+    p = corpus.parse_reply(text)
+    if p is None:
+        return None, {}
+    slots = dict(p.slots)
+    if "spoken" in slots and "number" not in slots:
+        slots["number"] = slots["spoken"].replace(" ", "")
+    return p.intent, {k: slots[k] for k in _SEMANTIC_SLOTS if k in slots}
+
+
+@dataclass(frozen=True)
+class Prompt:
+    messages: list[dict[str, str]]
+    expect: Expect
+    reference: str | None = None  # the exact reply, where one is known
+    kind: str = "heldout"
+
+
+@dataclass
+class EvalResult:
+    model: str
+    sampler: str
+    n: int
+    correct: float  # right intent and exact slot values (out-of-domain: fallback or clarifying question)
+    coherent: float  # well-formed reply of the grammar with consistent slots
+    exact: float | None  # answer identical to the reference reply (None: no references)
+    intent: float
+    wrong_tool_calls: int  # tool calls where none (or another) was expected
+    seconds: float
+    failures: list[dict[str, Any]] = field(default_factory=list)
+
+
+def heldout_prompts(examples: Sequence[corpus.Example]) -> list[Prompt]:
+    return [Prompt(e.messages, parse_expect({"intent": e.intent, "slots": e.slots}), e.reply) for e in examples]
+
+
+def ood_set(n_garbled: int = 120) -> list[Prompt]:
+    return [Prompt([{"role": "user", "content": o.text}], Expect("fallback"), kind=o.kind)
+            for o in ood_prompts(n_garbled)]
+
+
+def load_prompts(path: Path) -> list[Prompt]:
+    """A JSON-lines prompt file; ValueError naming the file and line of the first bad line."""
+    out: list[Prompt] = []
+    for i, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            try:
+                d = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"not JSON ({e.msg} at column {e.colno})") from None
+            if not isinstance(d, dict) or not isinstance(d.get("prompt"), str) or not d["prompt"].strip():
+                raise ValueError('needs a non-empty string "prompt"')
+            if "expect" not in d:
+                raise ValueError('needs "expect" ("fallback" or {"intent": ..., "slots": {...}})')
+            out.append(Prompt([{"role": "user", "content": d["prompt"]}], parse_expect(d["expect"]), kind="file"))
+        except ValueError as e:
+            raise ValueError(f"{path}:{i}: {e}") from None
+    if not out:
+        raise ValueError(f"{path}: no prompts")
+    return out
+
+
+def evaluate(engine: Any, prompts: Sequence[Prompt | corpus.Example], keep_failures: int = 20) -> EvalResult:
+    items = [p if isinstance(p, Prompt) else heldout_prompts([p])[0] for p in prompts]
+    ok = coh = ex = n_ref = it = wrong = 0
+    fails: list[dict[str, Any]] = []
+    t0 = time.monotonic()
+    for p in items:
+        ans = engine.answer(p.messages)
+        s = score_reply(ans, p.expect)
+        ok += s.correct
+        coh += s.coherent
+        wrong += s.wrong_tool_call
+        it += s.intent == p.expect.intent or (p.expect.intent == "fallback" and s.correct)
+        if p.reference is not None:
+            n_ref += 1
+            ex += ans.strip() == p.reference
+        if not s.correct and len(fails) < keep_failures:
+            want = p.reference or ("fallback" if p.expect.intent == "fallback" else asdict(p.expect))
+            fails.append({"prompt": p.messages[-1]["content"], "want": want, "got": ans, "why": s.reason})
+    n = max(1, len(items))
+    return EvalResult(engine.name, engine.sampler, len(items), round(ok / n, 4), round(coh / n, 4),
+                      round(ex / n_ref, 4) if n_ref else None, round(it / n, 4), wrong,
+                      round(time.monotonic() - t0, 1), fails)
+
+
+def heldout_examples(n: int, train_n: int = corpus.TRAIN_N, corpus_seed: int = corpus.TRAIN_SEED,
+                     heldout_seed: int = 1) -> list[corpus.Example]:
+    # held-out combinations are unseen in the corpus the shipped models were last trained on
+    return corpus.heldout(n, heldout_seed, corpus.generate(train_n, corpus_seed))
+
+
+def main(argv: list[str] | None = None) -> None:
+    from engines.local.engine import open_engine
+
+    ap = argparse.ArgumentParser(description="Evaluate an engine on held-out, out-of-domain or given prompts.")
+    ap.add_argument("--model", default="diffusion")
+    ap.add_argument("--sampler", default=None)
+    ap.add_argument("--set", choices=("heldout", "ood", "both"), default="both")
+    ap.add_argument("--n", type=int, default=500, help="held-out prompts")
+    ap.add_argument("--ood-garbled", type=int, default=120, help="garbled requests in the out-of-domain set")
+    ap.add_argument("--prompts", type=Path, default=None, help="JSON-lines prompt file (instead of the sets)")
+    ap.add_argument("--out", default=None, help="write the result as JSON here")
+    a = ap.parse_args(argv)
+    if a.prompts is not None:
+        try:
+            sets = {"file": load_prompts(a.prompts)}
+        except (OSError, ValueError) as e:
+            raise SystemExit(f"error: {e}") from None
+    else:
+        sets = {}
+        if a.set in ("heldout", "both"):
+            sets["heldout"] = heldout_prompts(heldout_examples(a.n))
+        if a.set in ("ood", "both"):
+            sets["ood"] = ood_set(a.ood_garbled)
+    eng = open_engine(a.model, a.sampler)
+    res = {k: asdict(evaluate(eng, v)) for k, v in sets.items()}
+    if a.out:
+        with open(a.out, "w") as f:
+            f.write(json.dumps(res, indent=1) + "\n")
+    print(json.dumps({k: {f: x for f, x in v.items() if f != "failures"} for k, v in res.items()}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,230 @@
+"""Train the tiny embedded models on the CPU.
+
+Recipe (see engines/tiny/TRAINING.md for the shipped run): the autoregressive model is trained
+from scratch on the synthetic corpus; the diffusion model is initialised from it and adapted
+with Dream-style shifted logits (position i-1 predicts token i) and a masked-diffusion loss
+averaged over masked tokens. A diffusion model trained from scratch at this size never learns
+to copy names and numbers (../shared/notes/tiny-models.md); adapting the AR model does.
+
+    python -m engines.local.train --out engines/tiny
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from engines.local.checkpoint import load, save
+from engines.local.model import LLaDAModel, ModelConfig
+from engines.local.tokenizer import ChatTokenizer, train_tiny
+from engines.shop import corpus
+
+
+@dataclass
+class TrainConfig:
+    n_train: int = corpus.TRAIN_N  # about 30 % of it out-of-domain and half-understood callers (first weights: 24000)
+    n_heldout: int = 500
+    corpus_seed: int = corpus.TRAIN_SEED
+    heldout_seed: int = 1
+    vocab_size: int = 1024  # of the BPE tokenizer trained on the corpus (the network's shape: ModelConfig)
+    canvas: int = 48  # response positions, EOS-padded (LLaDA SFT layout)
+    batch: int = 64
+    ar_steps: int = 1000
+    ar_lr: float = 1e-3
+    diff_steps: int = 1000
+    diff_lr: float = 5e-4
+    seed: int = 0
+    threads: int = 1  # the machine is shared
+
+
+@dataclass
+class Encoded:
+    prompt: list[int]
+    response: list[int]  # answer + EOS, padded with EOS to the canvas length
+    answer_len: int  # answer tokens + the first EOS
+
+
+def encode(tok: ChatTokenizer, examples: list[corpus.Example], canvas: int) -> list[Encoded]:
+    out = []
+    for e in examples:
+        r = tok.encode(e.reply) + [tok.eos_id]
+        if len(r) > canvas:
+            raise ValueError(f"reply of {len(r)} tokens exceeds the canvas of {canvas}: {e.reply!r}")
+        out.append(Encoded(tok.encode_chat(e.messages), r + [tok.eos_id] * (canvas - len(r)), len(r)))
+    return out
+
+
+def collate(batch: list[Encoded], pad_id: int) -> tuple[torch.Tensor, torch.Tensor, int, torch.Tensor]:
+    """Left-pad prompts so every response starts at the same position P."""
+    P = max(len(b.prompt) for b in batch)
+    ids = torch.tensor([[pad_id] * (P - len(b.prompt)) + b.prompt + b.response for b in batch])
+    pad = torch.tensor([[False] * (P - len(b.prompt)) + [True] * (len(b.prompt) + len(b.response)) for b in batch])
+    alen = torch.tensor([b.answer_len for b in batch])
+    return ids, pad, P, alen
+
+
+def ar_loss(model: LLaDAModel, ids: torch.Tensor, pad: torch.Tensor, P: int, alen: torch.Tensor) -> torch.Tensor:
+    # the EOS padding past the longest answer teaches an AR model nothing: cut it off
+    L = int(alen.max())
+    ids, pad = ids[:, : P + L], pad[:, : P + L]
+    logits = model(ids, pad_mask=pad)[:, P - 1:-1]  # position p-1 predicts token p
+    target = ids[:, P:]
+    keep = torch.arange(L)[None, :] < alen[:, None]  # the answer and its first EOS only
+    return F.cross_entropy(logits[keep], target[keep])
+
+
+def diffusion_loss(model: LLaDAModel, ids: torch.Tensor, pad: torch.Tensor, P: int, gen: torch.Generator,
+                   mask_id: int) -> torch.Tensor:
+    B, T = ids.shape
+    L = T - P
+    t = torch.rand(B, 1, generator=gen) * (1 - 1e-3) + 1e-3
+    masked = torch.rand(B, L, generator=gen) < t
+    x = ids.clone()
+    x[:, P:][masked] = mask_id
+    logits = model(x, pad_mask=pad)
+    logits = logits[:, P - 1:-1] if model.config.logits_shift else logits[:, P:]
+    return F.cross_entropy(logits[masked], ids[:, P:][masked])
+
+
+def lr_at(step: int, total: int, peak: float, warmup: int = 100) -> float:
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * (step - warmup) / max(1, total - warmup))))
+
+
+def run_training(model: LLaDAModel, data: list[Encoded], steps: int, lr: float, batch: int, seed: int,
+                 kind: str, pad_id: int, mask_id: int, log: list[dict], print_every: int = 100) -> None:
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.01)
+    r = random.Random(seed)
+    # batches of similar prompt length waste less compute on padding
+    data = sorted(data, key=lambda e: len(e.prompt))
+    gen = torch.Generator().manual_seed(seed)
+    model.train()
+    t0 = time.monotonic()
+    for step in range(steps):
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step, steps, lr)
+        i = r.randrange(0, len(data) - batch + 1)
+        ids, pad, P, alen = collate(data[i:i + batch], pad_id)
+        if kind == "ar":
+            loss = ar_loss(model, ids, pad, P, alen)
+        else:
+            loss = diffusion_loss(model, ids, pad, P, gen, mask_id)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        if step % print_every == 0 or step == steps - 1:
+            row = {"kind": kind, "step": step, "loss": round(loss.item(), 4), "elapsed_s": round(time.monotonic() - t0, 1)}
+            log.append(row)
+            print(json.dumps(row), flush=True)
+    model.eval()
+
+
+def train(cfg: TrainConfig, out: Path, from_ar: Path | None = None) -> dict:
+    """Train the AR model (or take it from `from_ar`), adapt the diffusion model from it, save both into
+    `out` with train_log.json; returns that log. The network's shape is ModelConfig's default (the tiny
+    models' d_model 256, 4 layers, 4 heads); the vocabulary comes from the tokenizer trained here."""
+    torch.manual_seed(cfg.seed)
+    torch.set_num_threads(cfg.threads)
+    train_ex = corpus.generate(cfg.n_train, cfg.corpus_seed)
+    texts = [m["content"] for e in train_ex for m in e.messages] + [e.reply for e in train_ex]
+    prev = load(from_ar) if from_ar else None
+    tok = prev.tokenizer if prev else train_tiny(texts, cfg.vocab_size)
+    data = encode(tok, train_ex, cfg.canvas)
+    mc = ModelConfig(vocab_size=tok.vocab_size,
+                     embedding_size=-(-tok.vocab_size // 64) * 64, max_sequence_length=256,
+                     mask_token_id=tok.mask_id, eos_token_id=tok.eos_id, pad_token_id=tok.eos_id, causal=True)
+    log: list[dict] = []
+    t0 = time.monotonic()
+    extra = {"voicelab": {"canvas": cfg.canvas, "block_size": 24, "steps_per_block": 12}}
+    if prev is not None:
+        ar = prev.model.float()
+        prev_log = from_ar.parent / "train_log.json"
+        if prev_log.is_file():  # keep the AR half of the earlier run's log
+            old = json.loads(prev_log.read_text())
+            log = [r for r in old.get("log", []) if r.get("kind") == "ar"]
+        ar_s = float(json.loads(prev_log.read_text()).get("ar_train_s", 0.0)) if prev_log.is_file() else 0.0
+        if out.resolve() != from_ar.parent.resolve():
+            save(ar, tok, cfg_out(out, "ar"), extra_config=extra)
+    else:
+        ar = LLaDAModel(mc)
+        ar.init_weights(cfg.seed)
+        run_training(ar, data, cfg.ar_steps, cfg.ar_lr, cfg.batch, cfg.seed, "ar", tok.tok.token_to_id("<|pad|>"),
+                     tok.mask_id, log)
+        ar_s = time.monotonic() - t0
+        save(ar, tok, cfg_out(out, "ar"), extra_config=extra)
+    mc = ar.config
+    # diffusion: same weights, bidirectional attention, shifted logits
+    dc = ModelConfig.from_dict(mc.to_dict() | {"causal": False, "logits_shift": True})
+    diff = LLaDAModel(dc)
+    diff.load_state_dict(ar.state_dict())
+    run_training(diff, data, cfg.diff_steps, cfg.diff_lr, cfg.batch, cfg.seed + 1, "diffusion",
+                 tok.tok.token_to_id("<|pad|>"), tok.mask_id, log)
+    diff_s = time.monotonic() - t0 - (0.0 if prev is not None else ar_s)
+    save(diff, tok, cfg_out(out, "diffusion"), extra_config=extra)
+    meta = {"train_config": asdict(cfg), "params": ar.num_params(), "ar_train_s": round(ar_s, 1),
+            "diffusion_adapt_s": round(diff_s, 1), "torch": torch.__version__, "log": log}
+    (out / "train_log.json").write_text(json.dumps(meta, indent=1) + "\n")
+    print(f"done: AR {ar_s:.0f} s, diffusion adaptation {diff_s:.0f} s -> {out}")
+    return meta
+
+
+def finetune(cfg: TrainConfig, src: Path, out: Path) -> dict:
+    """Continue training one trained model folder (AR or diffusion, read from its config) on the
+    current corpus with its own tokenizer: `ar_steps`/`ar_lr` or `diff_steps`/`diff_lr` more steps.
+    Cheaper than the whole recipe when the corpus grows and the vocabulary still covers it (byte-level
+    BPE always does). Writes the model folder `out` (the source's sampler defaults kept) and
+    `out.parent/finetune_<out.name>.json` with the loss curve."""
+    torch.manual_seed(cfg.seed)
+    torch.set_num_threads(cfg.threads)
+    ck = load(src)
+    model, tok = ck.model.float(), ck.tokenizer
+    kind = "ar" if model.config.causal else "diffusion"
+    steps, lr = (cfg.ar_steps, cfg.ar_lr) if kind == "ar" else (cfg.diff_steps, cfg.diff_lr)
+    data = encode(tok, corpus.generate(cfg.n_train, cfg.corpus_seed), cfg.canvas)
+    log: list[dict] = []
+    t0 = time.monotonic()
+    # a different data order and mask draw than the source's own training
+    run_training(model, data, steps, lr, cfg.batch, cfg.seed + 7, kind, tok.tok.token_to_id("<|pad|>"),
+                 tok.mask_id, log)
+    extra = {"voicelab": json.loads((src / "config.json").read_text()).get("voicelab", {})}
+    save(model, tok, out, extra_config=extra)
+    meta = {"finetune_of": str(src), "kind": kind, "train_config": asdict(cfg), "train_s": round(time.monotonic() - t0, 1),
+            "torch": torch.__version__, "log": log}
+    (out.parent / f"finetune_{out.name}.json").write_text(json.dumps(meta, indent=1) + "\n")
+    print(f"done: {kind} fine-tune {meta['train_s']:.0f} s -> {out}")
+    return meta
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="Train the tiny AR and diffusion models on the CPU.")
+    ap.add_argument("--out", type=Path, default=Path("engines/tiny"))
+    ap.add_argument("--from-ar", type=Path, default=None,
+                    help="skip AR training: adapt the diffusion model from this trained AR folder (its tokenizer)")
+    ap.add_argument("--finetune", type=Path, default=None,
+                    help="continue training this model folder on the current corpus; --out is the new model folder")
+    for f, v in asdict(TrainConfig()).items():
+        ap.add_argument(f"--{f.replace('_', '-')}", type=type(v), default=v)
+    a = ap.parse_args(argv)
+    cfg = TrainConfig(**{f: getattr(a, f) for f in asdict(TrainConfig())})
+    if a.finetune is not None:
+        finetune(cfg, a.finetune, a.out)
+        return
+    train(cfg, a.out, a.from_ar)
+
+
+def cfg_out(root: Path, name: str) -> Path:
+    return root / name
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""The wrappers behind `voicelab run --inject` (see `voicelab.rules.faults`): each makes one real component fail.
+
+- `FaultyEngine`: the generation of the targeted reply raises before its first snapshot, or never yields one;
+- `FaultyPiperTTS`: Piper raises on the targeted reply's first sentence, or never delivers it;
+- `SttFaults` (a processor right after the recogniser): the targeted final transcript is lost, with an `error`
+  row (raise) or silently (stall: the recogniser never finalizes);
+- `hang_up_when_due`: the caller hangs up (the call's pipeline is cancelled from the caller's side).
+
+A stall waits for ever on purpose: ending it is the watchdogs' job (`voicelab.pipeline.processors.watchdog`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from typing import Any
+
+from pipecat.frames.frames import Frame, InterimTranscriptionFrame, TranscriptionFrame
+from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
+
+from engines.protocol import EngineLike, EngineWrapper, GenerationLike, GenerationWrapper
+from engines.snapshot import Snapshot
+from voicelab.measure.calllog import CallLog
+from voicelab.pipeline.services.tts_piper import PackagedPiperTTS, Sentence
+from voicelab.rules.faults import Fault, FaultPlan, InjectedFault
+
+
+async def _fail(fault: Fault) -> None:
+    """Raise, or wait for ever (until cancelled by a watchdog or the end of the call)."""
+    if fault.action == "raise":
+        raise InjectedFault(f"{fault.spec} (injected)")
+    await asyncio.Event().wait()
+
+
+class _FaultyGeneration(GenerationWrapper):
+    def __init__(self, inner: GenerationLike, fault: Fault) -> None:
+        super().__init__(inner)
+        self.fault = fault
+
+    def __iter__(self) -> Iterator[Snapshot]:
+        raise InjectedFault(f"{self.fault.spec} (injected)")
+
+    async def __aiter__(self) -> AsyncIterator[Snapshot]:
+        try:
+            await _fail(self.fault)
+        finally:
+            self.inner.cancel()
+        async for snap in self.inner:  # pragma: no cover - _fail never returns
+            yield snap
+
+
+class FaultyEngine(EngineWrapper):
+    """An `EngineLike` whose targeted generation fails (see the module doc)."""
+
+    def __init__(self, inner: EngineLike, plan: FaultPlan, log: CallLog) -> None:
+        super().__init__(inner)
+        self._plan = plan
+        self._log = log
+
+    def generate(self, messages: Sequence[dict[str, str]], **overrides: object) -> GenerationLike:
+        gen = self.inner.generate(messages, **overrides)
+        fault = self._plan.take("engine", self._log.request_turn)
+        return gen if fault is None else _FaultyGeneration(gen, fault)
+
+
+class FaultyPiperTTS(PackagedPiperTTS):
+    """Piper whose targeted reply fails at its first sentence (see the module doc)."""
+
+    def __init__(self, *, plan: FaultPlan, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._plan = plan
+
+    async def _sentence(self, loop: asyncio.AbstractEventLoop, it: Iterator[Sentence], turn: int) -> Sentence | None:
+        fault = self._plan.take("tts", turn)
+        if fault is not None:
+            await _fail(fault)
+        return await super()._sentence(loop, it, turn)
+
+
+def faulty_tts_factory(plan: FaultPlan, base: Callable[..., Any] | None = None) -> Callable[..., Any]:
+    """A `tts_factory` for `run_call`: Piper with the plan's TTS faults (`base` must be a Piper subclass)."""
+    cls = base if isinstance(base, type) and issubclass(base, PackagedPiperTTS) else PackagedPiperTTS
+    faulty = type(f"Faulty{cls.__name__}", (FaultyPiperTTS, cls), {})
+
+    def make(**kw: Any) -> Any:
+        return faulty(plan=plan, **kw)
+    return make
+
+
+class SttFaults(FrameProcessor):
+    """Right after the recogniser: loses the targeted final transcript (and the interims of that utterance)."""
+
+    def __init__(self, plan: FaultPlan, log: CallLog, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._plan = plan
+        self._log = log
+        self._lost_turn: int | None = None
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+        await super().process_frame(frame, direction)
+        if isinstance(frame, TranscriptionFrame | InterimTranscriptionFrame):
+            turn = self._log.caller_turn_at(self._log.now_ns())
+            if turn == self._lost_turn:
+                return
+            if isinstance(frame, TranscriptionFrame):
+                fault = self._plan.take("stt", turn)
+                if fault is not None:
+                    self._lost_turn = turn
+                    if fault.action == "raise":
+                        self._log.error("stt", InjectedFault(f"{fault.spec} (injected)"), turn)
+                    return
+        await self.push_frame(frame, direction)
+
+
+async def hang_up_when_due(plan: FaultPlan, hang_up: Callable[[], Awaitable[None]], poll_s: float = 0.02) -> None:
+    """Wait for the plan's caller-disconnect moment, then hang up (returns at once when there is none)."""
+    if not any(f.kind == "caller-disconnect" for f in plan.faults):
+        return
+    while plan.disconnect_due() is None:
+        await asyncio.sleep(poll_s)
+    await hang_up()
