@@ -1,7 +1,7 @@
 """Word error rate and time per utterance: pocketsphinx against Whisper tiny.en (packaged weights).
 
 Every caller turn of the bundled fixtures (audio_fixtures/*/fixture.json) and of the real recordings
-(../shared/real_calls/*/fixture.json) is recognised whole, once per system, on the CPU; WER is against
+(audio_fixtures/hr_*/fixture.json) is recognised whole, once per system, on the CPU; WER is against
 the fixture's `text` through voicelab.speech.wer (digits and spelled numbers compare equal).
 `bundled` is everything under audio_fixtures/, which also holds copies of the five real recordings (9 of its
 114 turns, counted in both suites); `voicelab bench stt` (voicelab/speech/bench.py) splits the turns by voice instead.
@@ -47,7 +47,7 @@ from voicelab.speech.text import recognizer_text  # noqa: E402
 from voicelab.speech.wer import word_errors  # noqa: E402
 from voicelab.speech.whisper import SAMPLE_RATE, WhisperRecognizer  # noqa: E402
 
-REAL_CALLS = ROOT.parent / "shared" / "real_calls"
+REAL_CALLS = sorted((ROOT / "audio_fixtures").glob("hr_*"))  # the real human recordings (REAL_CALLS.md)
 
 
 @dataclass(frozen=True)
@@ -57,8 +57,8 @@ class Row(SttRow):
 
 def utterances() -> list[Utterance]:
     out: list[Utterance] = []
-    for suite, root in (("bundled", ROOT / "audio_fixtures"), ("real", REAL_CALLS)):
-        for path in discover([root]):
+    for suite, roots in (("bundled", [ROOT / "audio_fixtures"]), ("real", REAL_CALLS)):
+        for path in discover(roots):
             fx = load_fixture(path, sample_rate=SAMPLE_RATE)
             out.extend(Utterance(suite, fx.name, t.index, t.text, t.audio) for t in fx.turns)
     return out

@@ -26,15 +26,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from engines.shop.corpus import generate  # noqa: E402
 from voicelab.fixtures import build as B  # noqa: E402
+from voicelab.fixtures import suite as S  # noqa: E402
+from voicelab.fixtures.spec import Line, Spec, Voice  # noqa: E402
 from voicelab.speech.caller_lm import CallerLM  # noqa: E402
 from voicelab.speech.text import recognizer_text  # noqa: E402
 from voicelab.speech.wer import word_errors  # noqa: E402
 from voicelab.speech.whisper import SAMPLE_RATE, WhisperRecognizer  # noqa: E402
 
-VOICES = (B.Voice("espeak", "en-us+m2", wpm=165), B.Voice("espeak", "en-gb+f3", wpm=170),
-          B.Voice("espeak", "en-us+m4", wpm=185), B.Voice("espeak", "en-gb-x-rp+f2", wpm=155))
-LINES = (("clean", {}), ("room", {"room": B.SMALL_ROOM, "noise": B.LIGHT}), ("noisy", {"noise": B.HEAVY}),
-         ("phone", {"noise": B.NOISY_PHONE, "telephone": True}))
+VOICES = (Voice("espeak", "en-us+m2", wpm=165), Voice("espeak", "en-gb+f3", wpm=170),
+          Voice("espeak", "en-us+m4", wpm=185), Voice("espeak", "en-gb-x-rp+f2", wpm=155))
+LINES = (("clean", {}), ("room", {"room": S.SMALL_ROOM, "noise": S.LIGHT}), ("noisy", {"noise": S.HEAVY}),
+         ("phone", {"noise": S.NOISY_PHONE, "telephone": True}))
 WEIGHTS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8, 1.2)
 
 
@@ -60,8 +62,8 @@ def main() -> None:
         for i, text in enumerate(tuning_texts(args.n)):
             voice = VOICES[i % len(VOICES)]
             line_name, line = LINES[(i // len(VOICES)) % len(LINES)]
-            spec = B.Spec(f"tune{i}", "tuning clip", voice, (), **line)  # type: ignore[arg-type]
-            x = B._utterance(synth, voice, B.Line(text, after="start", delay_s=0.0))
+            spec = Spec(f"tune{i}", "tuning clip", voice, (), **line)  # type: ignore[arg-type]
+            x = B._utterance(synth, voice, Line(text, after="start", delay_s=0.0))
             y, sr = B._finish(spec, x, 0)
             audio = soxr.resample(y, sr, SAMPLE_RATE).astype(np.float32) if sr != SAMPLE_RATE else y.astype(np.float32)
             (greedy,), _ = rec.readings(audio, 1)

@@ -1,27 +1,23 @@
-"""Text engines: LLaDA-layout diffusion and autoregressive models, their samplers, and replay.
+"""Text engines: pure torch and plain Python, knowing nothing of voice (never imports voicelab).
 
-Pure torch; nothing here knows about voice or pipecat. Exports load lazily, so importing
-`engines.snapshot` (plain Python) does not pay for importing torch.
+At the top, the engine contract (standard library only) and the registry:
+
+    protocol.py      EngineLike / GenerationLike, Usage: what every engine meets
+    snapshot.py      what an engine shows after each step
+    errors.py        one-line errors naming the file and what is wrong
+    text_canvas.py   snapshots from streamed text (HTTP engines)
+    trace.py         record and replay any engine's snapshot stream
+    registry.py      one spec string names any engine (`--engine SPEC`); checks options, opens engines
+
+Subpackages, by concern, and whom each may import:
+
+    local/       the LLaDA-layout network, checkpoints, tokenizer, samplers, training   contract (training: shop)
+    hosted/      OpenAI-compatible and Mercury clients over HTTP                         contract
+    simulated/   timing profiles of real engines, the profile engine, the mock server    contract, hosted, local
+    shop/        the fictional bike shop: facts, corpus, phrasings, answer scoring       contract
+    decision/    the decision model (turn complete? interruption?) and its training      contract, local, shop
+    eval/        held-out evaluation, the engine bench, the commit-policy probe          everything
+
+The registry and eval/ import other subpackages inside the functions that need them, so reading a spec
+loads no torch. `tests/test_layout.py` checks these rules.
 """
-
-from __future__ import annotations
-
-from importlib import import_module
-from typing import Any
-
-_EXPORTS = {
-    "Checkpoint": "engines.local.checkpoint", "load": "engines.local.checkpoint",
-    "Engine": "engines.local.engine", "Generation": "engines.local.engine", "open_engine": "engines.local.engine",
-    "CheckpointError": "engines.errors",
-    "SAMPLERS": "engines.local.samplers", "SamplerConfig": "engines.local.samplers",
-    "Snapshot": "engines.snapshot",
-    "ReplayEngine": "engines.trace", "record": "engines.trace",
-}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'engines' has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""The engine protocol: the one contract every text engine meets (DESIGN.md §1).
+"""The engine protocol: the one contract every text engine meets (docs/architecture.md).
 
 Implemented by `engines.local.engine.Engine` (the tiny and real checkpoints), `engines.trace.ReplayEngine`
 and every engine to come (HTTP clients, timing profiles). The voice pipeline, the web demo and the

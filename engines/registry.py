@@ -14,12 +14,14 @@ Unknown specs and sampler pairs that cannot work raise EngineSpecError with one 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
-from engines.errors import EngineSpecError
+from engines.errors import CheckpointError, EngineSpecError
 from engines.protocol import EngineLike
 from engines.simulated.profiles import PROFILES, get_profile
+from engines.trace import ReplayEngine, read_trace
 
 SPEC_FORMS = ("diffusion", "ar", "PATH", "replay:PATH", "openai:MODEL", "mercury:MODEL[+diffusing]",
               "profile:NAME", "profile:NAME@http")
@@ -49,10 +51,15 @@ def _key_env(kind: str, base_url: str | None, api_key_env: str | None) -> str | 
     """The named variable; by default the provider's usual one, only if it is set (local servers need none)."""
     if api_key_env is not None:
         return api_key_env
-    import os
-
     name = DEFAULT_API_KEY_ENV[kind]
     return name if os.environ.get(name) else None
+
+
+def _causal_folder(folder: Path) -> bool:
+    """Whether a checkpoint folder holds an autoregressive (causal) model, from its config.json alone."""
+    from engines.local.checkpoint import read_config
+
+    return read_config(folder).causal
 
 
 def shipped_engines() -> list[str]:
@@ -89,11 +96,7 @@ def check_engine_options(engine: str, *, sampler: str | None = None, step_ms: fl
       where --base-url applies), which opens nothing.
     Raises EngineSpecError (option conflicts) or CheckpointError (files).
     """
-    from engines.errors import CheckpointError
     from engines.local import TINY_MODELS
-    from engines.local.checkpoint import read_config
-    from engines.trace import read_trace
-
     if base_url is not None or api_key_env is not None:  # only where they apply
         check_spec(engine, base_url=base_url, api_key_env=api_key_env)
     if engine.startswith("replay:"):
@@ -113,7 +116,7 @@ def check_engine_options(engine: str, *, sampler: str | None = None, step_ms: fl
         raise EngineSpecError(f"--step-ms: engine '{engine}' has its own timing (step pacing is for the tiny "
                               "models and checkpoint folders)")
     if folder.is_dir():
-        check_sampler(engine, sampler, read_config(folder).causal)
+        check_sampler(engine, sampler, _causal_folder(folder))
     elif ":" in engine:
         check_sampler(engine, sampler, None)
         check_spec(engine, sampler=sampler, base_url=base_url, api_key_env=api_key_env)
@@ -147,8 +150,6 @@ def check_spec(spec: str, *, sampler: str | None = None, base_url: str | None = 
             raise EngineSpecError(f"engine '{spec}': unknown option '+{flag}' "
                                   f"({'openai takes none' if kind == 'openai' else 'mercury takes +diffusing'})")
         env = _key_env(kind, base_url, api_key_env)
-        import os
-
         if env is not None and not os.environ.get(env):
             raise EngineSpecError(f"engine '{spec}': environment variable {env} (the API key) is not set")
     elif sep and kind == "profile":
@@ -158,9 +159,7 @@ def check_spec(spec: str, *, sampler: str | None = None, base_url: str | None = 
         if at and not (where == "http" or (where.startswith("http:") and where[5:].isdigit())):
             raise EngineSpecError(f"engine '{spec}': expected profile:NAME@http or profile:NAME@http:PORT")
     elif Path(spec).is_dir() and (Path(spec) / "config.json").is_file():
-        from engines.local.checkpoint import read_config
-
-        _check_sampler(spec, read_config(Path(spec)).causal, sampler)
+        _check_sampler(spec, _causal_folder(Path(spec)), sampler)
     else:
         raise EngineSpecError(f"unknown engine '{spec}' (expected one of {', '.join(SPEC_FORMS)}; "
                               f"profiles: {', '.join(PROFILES)})")
@@ -184,8 +183,6 @@ def open_engine_spec(spec: str, *, sampler: str | None = None, base_url: str | N
         _no_step_ms(spec)
     if sep and kind == "replay":
         _no_sampler(spec, sampler)
-        from engines.trace import ReplayEngine
-
         return ReplayEngine(Path(rest))
     if sep and kind in ("openai", "mercury"):
         _no_sampler(spec, sampler)
@@ -213,9 +210,7 @@ def open_engine_spec(spec: str, *, sampler: str | None = None, base_url: str | N
         return _profile_over_http(spec, profile.name, profile.kind, where, base_url)
     folder = Path(spec)
     if folder.is_dir() and (folder / "config.json").is_file():
-        from engines.local.checkpoint import read_config
-
-        _check_sampler(spec, read_config(folder).causal, sampler)
+        _check_sampler(spec, _causal_folder(folder), sampler)
         from engines.local.engine import open_engine
 
         return open_engine(str(folder), sampler, device=device, **pace)

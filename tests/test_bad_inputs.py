@@ -1,4 +1,4 @@
-"""The bad-input battery of issue 12: every probe gives one line, a non-zero exit (or a 4xx), no traceback, and
+"""The bad-input battery of every probe gives one line, a non-zero exit (or a 4xx), no traceback, and
 leaves nothing half-written. docs/bad-inputs.md is the table of these probes; keep both in step.
 
 The CLI probes run in-process through typer's runner (one import, no model run: every refusal comes before a
@@ -22,10 +22,11 @@ from tests.test_pipeline import write_trace
 from voicelab.cli.app import app
 from voicelab.fixtures.format import MAX_DELAY_S
 from voicelab.pipeline.config import PipelineConfig
+from voicelab.pipeline.resources import ResourcePool
 from voicelab.runs.sweep import LOCK
-from voicelab.web.app import ServeOptions, create_app
+from voicelab.web.app import create_app
+from voicelab.web.options import ServeOptions
 from voicelab.web.requests import MAX_DEPTH
-from voicelab.web.session import ResourcePool
 
 UNWRITABLE = Path("/sys/voicelab-probe")  # sysfs: no one may create files there, root included
 

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from engines.simulated.profiles import PROFILES
 from voicelab.cli.app import app
 from voicelab.pipeline.config import PipelineConfig
-from voicelab.runs.run import default_matrix
+from voicelab.runs.matrix import default_matrix
 
 
 def _refused(argv: list[str]) -> str:

@@ -96,6 +96,16 @@ def test_cli_fail_on_exits_nonzero_on_a_planted_regression(runs: dict[str, Path]
     assert "FAR p50" in ok.output and "worse" not in ok.output
 
 
+def test_cli_fail_on_that_cannot_decide_exits_with_its_own_code(tmp_path: Path) -> None:
+    """A 6-turn run cannot decide a p95: the gate says so and exits 3, never 0 on no evidence."""
+    few = [plain_call(f"c{i}") for i in range(3)]
+    a = write_run(tmp_path, calls=few, seed=1, run_id="fa")
+    b = write_run(tmp_path, calls=few, seed=2, run_id="fb")
+    res = CliRunner().invoke(app, ["compare", str(a), str(b), "--fail-on", "far_p95:+50ms", "--resamples", "199"])
+    assert res.exit_code == 3, res.output
+    assert "cannot decide: fb vs fa: FAR p95: too few samples" in res.output
+
+
 def test_cli_bad_input_is_one_line(runs: dict[str, Path], tmp_path: Path) -> None:
     cli = CliRunner()
     res = cli.invoke(app, ["compare", str(runs["a"]), str(tmp_path / "nope")])

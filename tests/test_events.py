@@ -1,4 +1,4 @@
-"""Event rows: the kinds of DESIGN.md §3, JSON-lines round trip, and one-line errors for bad logs."""
+"""Event rows: the kinds of docs/metrics.md, JSON-lines round trip, and one-line errors for bad logs."""
 
 from __future__ import annotations
 
@@ -25,8 +25,8 @@ BRIEF_KINDS = {
     "tts_request", "tts_first_audio", "tts_audio_done", "playout_start", "playout_stop", "bot_audible_onset",
     "bot_audible_end", "bot_started_speaking", "bot_stopped_speaking", "interruption", "context_update",
     "error", "call_start", "call_end",
-    "watchdog", "call_limit", "fault",  # issue 12: watchdogs and injected faults
-    "client_far", "clock_sync",  # issue 9: the live page's own figures and its clock
+    "watchdog", "call_limit", "fault",  # watchdogs and injected faults
+    "client_far", "clock_sync",  # the live page's own figures and its clock
 }
 
 

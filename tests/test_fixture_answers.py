@@ -1,4 +1,4 @@
-"""The bundled fixtures say what the right answer is (issue 14 item 1), and that answer is one the shop can give."""
+"""The bundled fixtures say what the right answer is, and that answer is one the shop can give."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from engines.shop import business as B
 from engines.shop.answers import parse_expect, score_reply
 from engines.shop.corpus import render, week_slots
-from voicelab.fixtures.build import SUITE
 from voicelab.fixtures.format import FIXTURES_ROOT, select
+from voicelab.fixtures.suite import SUITE
 
 
 def _turns(path: Path) -> list[dict[str, Any]]:
@@ -73,7 +73,7 @@ def test_each_expected_reply_is_one_the_shop_gives(path: Path) -> None:
 
 
 def test_build_definitions_write_the_committed_expectations() -> None:
-    """A rebuild writes what the committed fixture.json files hold (build.py is where they are defined)."""
+    """A rebuild writes what the committed fixture.json files hold (suite.py is where they are defined)."""
     for spec in SUITE:
         committed = [t.get("expect_reply") for t in _turns(FIXTURES_ROOT / spec.name / "fixture.json")]
         assert committed == [line.expect_reply for line in spec.lines], spec.name

@@ -1,4 +1,4 @@
-"""The suite generator (voicelab/fixtures_build.py): deterministic, valid, and noise below the gate."""
+"""The suite builder (voicelab/fixtures/): deterministic, valid, and noise below the gate."""
 
 from __future__ import annotations
 
@@ -9,23 +9,11 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from voicelab.fixtures.build import (
-    ESPEAK_F5,
-    HEAVY,
-    SMALL_ROOM,
-    SOUNDS,
-    SUITE,
-    BuildError,
-    Line,
-    Noise,
-    _Synth,
-    _utterance,
-    build_suite,
-    line_noise,
-    reverb,
-    telephone,
-)
+from voicelab.fixtures.build import _Synth, _utterance, build_suite
+from voicelab.fixtures.effects import SOUNDS, line_noise, reverb, telephone
 from voicelab.fixtures.format import FIXTURES_ROOT, Fixture, check_fixture, load_fixture, select
+from voicelab.fixtures.spec import BuildError, Line, Noise
+from voicelab.fixtures.suite import ESPEAK_F5, HEAVY, SMALL_ROOM, SUITE
 from voicelab.measure.onset import active_windows, speech_span
 
 needs_espeak = pytest.mark.skipif(shutil.which("espeak-ng") is None,

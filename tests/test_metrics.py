@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from voicelab.measure.events import Event, EventKind
 from voicelab.measure.metrics import (
+    FAR_PARTS,
+    _Anchors,
+    _anchors,
+    _attributed_reply,
+    _critical_path,
+    _onset,
+    _stop_latency,
+    _utterance,
     latency_stats,
     percentile,
     spoken_words,
@@ -322,3 +331,124 @@ def test_first_token_to_audio_none_without_visible_text() -> None:
     events = [e for e in _reply(1400) if not (e.kind == K.ENGINE_SNAPSHOT and e.payload["text"])]
     row = turn_table(events)[0]
     assert (row["first_token_ms"], row["first_token_to_audio_ms"], row["output_tokens_per_s"]) == (None, None, None)
+
+
+# ---- the steps of a turn row, one at a time ----------------------------------------------------------------
+
+def ns(ms: float) -> int:
+    return int(ms * 1_000_000)
+
+
+def test_reply_attribution_takes_the_turns_reply_rows_only() -> None:
+    events = call_log()
+    reply = _attributed_reply(events, 1)
+    assert all(e.turn == 1 for e in reply)
+    assert K.CALLER_SPEECH_START not in {e.kind for e in reply}  # the caller's own rows are not the reply
+    assert [e.kind for e in reply][:3] == [K.INTERRUPTION, K.TURN_END, K.LLM_REQUEST]
+    assert len(reply) == sum(1 for e in events if e.turn == 1) - 2
+    assert _attributed_reply(events, 5) == []
+
+
+def test_reply_attribution_drops_a_withdrawn_preemptive_reply() -> None:
+    events = [
+        ev(0, 0, K.CALLER_SPEECH_START), ev(0, 1000, K.CALLER_SPEECH_END),
+        ev(0, 800, K.LLM_REQUEST),  # started before the turn end ...
+        ev(0, 900, K.GATE_COMMIT, chunk_id=0, text="we", start_char=0, end_char=2),
+        ev(0, 1100, K.TURN_END),
+        ev(0, 1150, K.PREEMPT_RESULT, outcome="miss", wasted_engine_ms=300.0),  # ... and withdrawn
+        ev(0, 1200, K.LLM_REQUEST),
+        ev(0, 1400, K.GATE_COMMIT, chunk_id=0, text="we open", start_char=0, end_char=7),
+    ]
+    reply = _attributed_reply(events, 0)
+    assert [(e.kind, e.t_ns) for e in reply] == [
+        (K.TURN_END, ns(1100)), (K.PREEMPT_RESULT, ns(1150)), (K.LLM_REQUEST, ns(1200)), (K.GATE_COMMIT, ns(1400))]
+    row = turn_table(events)[0]
+    assert (row["preemptive"], row["preempt_wasted_ms"], row["first_commit_ms"]) == ("miss", 300, 200)
+
+
+def test_onset_is_the_replys_first_audible_sample() -> None:
+    reply = _attributed_reply(call_log(), 0)
+    onset = _onset(reply, call_log())
+    assert onset is not None and (onset.kind, onset.t_ns) == (K.BOT_AUDIBLE_ONSET, ns(2800))
+
+
+def test_onset_without_attribution_is_matched_from_when_the_reply_plays() -> None:
+    events = [
+        ev(0, 0, K.CALLER_SPEECH_START), ev(0, 1000, K.CALLER_SPEECH_END),
+        ev(-1, 1200, K.BOT_AUDIBLE_ONSET),  # before the reply could be heard: someone else's
+        ev(0, 1250, K.TTS_FIRST_AUDIO, chunk_id=0),
+        ev(-1, 1300, K.BOT_AUDIBLE_ONSET),  # at or after the reply's first TTS audio: its onset
+        ev(-1, 1400, K.BOT_AUDIBLE_ONSET),
+    ]
+    onset = _onset(_attributed_reply(events, 0), events)
+    assert onset is not None and onset.t_ns == ns(1300)
+    playout = [*events, ev(0, 1350, K.PLAYOUT_START, chunk_id=0)]  # playout_start, when logged, comes first
+    onset = _onset(_attributed_reply(playout, 0), playout)
+    assert onset is not None and onset.t_ns == ns(1400)
+    silent = [e for e in events if e.kind != K.TTS_FIRST_AUDIO]  # nothing says the reply ever played
+    assert _onset(_attributed_reply(silent, 0), silent) is None
+
+
+def test_anchors_pair_the_first_tts_request_with_its_own_chunks_audio() -> None:
+    reply = [
+        ev(0, 1100, K.TURN_END), ev(0, 1150, K.STT_FINAL, text="hi"),
+        ev(0, 1200, K.LLM_REQUEST), ev(0, 1250, K.LLM_REQUEST),  # the last request before the commit counts
+        ev(0, 1400, K.GATE_COMMIT, chunk_id=3, text="we", start_char=0, end_char=2),
+        ev(0, 1450, K.LLM_REQUEST),  # after the first commit: not this reply's request
+        ev(0, 1500, K.TTS_FIRST_AUDIO, chunk_id=2),  # another chunk's audio
+        ev(0, 1410, K.TTS_REQUEST, chunk_id=3, text="we"),
+        ev(0, 1600, K.TTS_FIRST_AUDIO, chunk_id=3),
+    ]
+    assert _anchors(reply) == _Anchors(turn_end=ns(1100), llm_request=ns(1250), stt_end=ns(1250),
+                                       commit=ns(1400), tts_request=ns(1410), tts_first_audio=ns(1600))
+    no_llm = [e for e in reply if e.kind != K.LLM_REQUEST]  # the stt_final ends the stt part instead
+    assert _anchors(no_llm).stt_end == ns(1150) and _anchors(no_llm).llm_request is None
+
+
+def test_critical_path_parts_add_up_to_far() -> None:
+    at = _Anchors(turn_end=ns(1300), llm_request=ns(1400), stt_end=ns(1400), commit=ns(1600),
+                  tts_request=ns(1610), tts_first_audio=ns(1700))
+    parts = _critical_path(ns(1000), at, ns(1800))
+    assert parts == {"endpointing_ms": 300, "stt_ms": 100, "engine_first_commit_ms": 200, "gate_to_tts_ms": 10,
+                     "tts_first_audio_ms": 90, "playout_ms": 100,
+                     "vad_stop_ms": None, "stt_final_wait_ms": None, "rule_wait_ms": None}  # no VAD stop logged
+    assert sum(v for k, v in parts.items() if k in FAR_PARTS) == 800  # FAR: 1000 -> 1800
+
+
+def test_critical_path_charges_nothing_for_a_step_that_ran_ahead() -> None:
+    # a preemptive reply: requested and committed before the turn end, so only waiting on the turn end counts
+    at = _Anchors(turn_end=ns(1500), llm_request=ns(900), stt_end=ns(900), commit=ns(1200),
+                  tts_request=ns(1550), tts_first_audio=ns(1650))
+    parts = _critical_path(ns(1000), at, ns(1700))
+    assert {k: parts[k] for k in FAR_PARTS} == {"endpointing_ms": 500, "stt_ms": 0, "engine_first_commit_ms": 0,
+                                                "gate_to_tts_ms": 50, "tts_first_audio_ms": 100, "playout_ms": 50}
+    assert sum(parts[k] for k in FAR_PARTS) == 700
+    # no step is later than the onset; a missing anchor gives a missing part, the chain goes on past it
+    late = _Anchors(turn_end=ns(1100), llm_request=None, stt_end=None, commit=ns(1300), tts_request=ns(1400),
+                    tts_first_audio=ns(1900))
+    parts = _critical_path(ns(1000), late, ns(1600))
+    assert (parts["stt_ms"], parts["engine_first_commit_ms"]) == (None, None)
+    assert (parts["gate_to_tts_ms"], parts["tts_first_audio_ms"], parts["playout_ms"]) == (100, 200, 0)
+    assert _critical_path(ns(1000), at, None)["playout_ms"] is None  # never heard: no playout part
+
+
+def test_stop_latency_step() -> None:
+    events = call_log()
+    said = _utterance(events, 1)
+    assert (said.start, said.end, said.expect) == (ns(3800), ns(5000), "interrupt")
+    assert _stop_latency(events, 1, said, ns(5600)) == 200  # heard until 4000, barge-in at 3800
+    assert _stop_latency(events, 1, said, ns(3900)) is None  # the old reply's end is after this onset
+    assert _stop_latency(events, 0, _utterance(events, 0), ns(2800)) is None  # not expected to interrupt
+
+
+def test_endpointing_splits_into_vad_stop_final_reading_and_rule_wait() -> None:
+    """speech end 1000 -> VAD stop 1250 -> final reading 1400 -> turn end 1650: 250 + 150 + 250 = 650."""
+    at = _Anchors(turn_end=ns(1650), llm_request=ns(1650), stt_end=ns(1650), commit=ns(1700),
+                  tts_request=ns(1710), tts_first_audio=ns(1760), vad_stop=ns(1250), stt_final=ns(1400))
+    parts = _critical_path(ns(1000), at, ns(1800))
+    assert (parts["vad_stop_ms"], parts["stt_final_wait_ms"], parts["rule_wait_ms"]) == (250, 150, 250)
+    assert parts["vad_stop_ms"] + parts["stt_final_wait_ms"] + parts["rule_wait_ms"] == parts["endpointing_ms"]
+    early = _critical_path(ns(1000), replace(at, stt_final=ns(1200)), ns(1800))  # the final before the stop
+    assert (early["vad_stop_ms"], early["stt_final_wait_ms"], early["rule_wait_ms"]) == (250, 0, 400)
+    none = _critical_path(ns(1000), replace(at, vad_stop=None), ns(1800))
+    assert none["vad_stop_ms"] is None and none["endpointing_ms"] == 650

@@ -1,4 +1,4 @@
-"""The onset rule of DESIGN.md §4 (voicelab/onset.py)."""
+"""The onset rule of docs/metrics.md (voicelab/onset.py)."""
 
 from __future__ import annotations
 

@@ -185,7 +185,7 @@ def test_bad_config_names_the_field(field: str, value: Any) -> None:
 
 
 def test_config_options() -> None:
-    cfg = PipelineConfig(engine="ar", sampler="autoregressive", policy="prefix", barge_in="vad", turn="timeout:0.6")
+    cfg = PipelineConfig(engine="ar", sampler="autoregressive", policy="prefix", barge_in="vad", turn="timeout:600")
     assert cfg.barge_in_words() is None and cfg.turn_timeout() == ("timeout", 0.6)
     assert cfg.slug() == "ar-autoregressive-prefix"
     assert PipelineConfig(barge_in="words:3").barge_in_words() == 3
@@ -218,7 +218,8 @@ def test_default_matrix_and_tables() -> None:
     from rich.console import Console
 
     from voicelab.measure.metrics import summarize
-    from voicelab.runs.run import default_matrix, print_summary, print_turns
+    from voicelab.runs.console import print_summary, print_turns
+    from voicelab.runs.matrix import default_matrix
 
     m = default_matrix()
     assert [(c.engine, c.sampler, c.policy) for c in m] == [

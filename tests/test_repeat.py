@@ -9,7 +9,8 @@ import pytest
 
 from voicelab.pipeline.config import PipelineConfigError
 from voicelab.runs.grid import CellSpec, SweepError, SweepGrid
-from voicelab.runs.run import as_config, call_ids
+from voicelab.runs.plan import call_ids
+from voicelab.runs.run import as_config
 from voicelab.runs.sweep import RUNNERS, run_sweep
 
 

@@ -25,7 +25,8 @@ from voicelab.measure.events import Event, read_events
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.runs import cluster
 from voicelab.runs.folder import CONFIG, EVENTS, SUMMARY, RunFolder, is_sealed
-from voicelab.runs.run import _run_calls_ray, run_fixtures
+from voicelab.runs.ray_dispatch import run_calls_ray
+from voicelab.runs.run import run_fixtures
 
 RUN = ["run", "single_question", "--stt", "transcript"]
 
@@ -33,7 +34,7 @@ RUN = ["run", "single_question", "--stt", "transcript"]
 @pytest.mark.parametrize(("extra", "needles"), [
     pytest.param(["--ray", "127.0.0.1:1"], ["--ray 127.0.0.1:1", "no cluster answers"], id="nothing listening"),
     pytest.param(["--ray", "local", "--concurrency", "2"], ["--concurrency 2", "--ray local"], id="with concurrency"),
-    pytest.param(["--ray", "local", "--cpus-per-call", "0"], ["--cpus-per-call"], id="no cpus"),
+    pytest.param(["--ray", "local", "--cpus-per-task", "0"], ["--cpus-per-task"], id="no cpus"),
 ])
 def test_run_ray_refusals_give_one_line_and_no_run_folder(tmp_path: Path, extra: list[str],
                                                           needles: list[str]) -> None:
@@ -89,7 +90,7 @@ def test_driver_writes_events_in_plan_order_and_a_failed_task_as_an_error_row(tm
     folder = RunFolder.create(tmp_path / "run")
     ray = _FakeRay(fail={"01-beta"})
     with folder.events_writer() as writer:
-        events = _run_calls_ray(ray, PipelineConfig(), fixtures, folder, writer, None, concurrency=1)
+        events = run_calls_ray(ray, PipelineConfig(), fixtures, folder, writer, None, concurrency=1)
     assert [e.call_id for e in events] == ["00-alpha", "00-alpha", "01-beta", "02-gamma", "02-gamma"]
     assert [e.call_id for e in read_events(folder.path / EVENTS)] == [e.call_id for e in events]
     err = events[2]

@@ -29,3 +29,11 @@ def test_executed_tool_calls_return_to_the_engines_history() -> None:
                                 "for friday at 10 am."
     assert out[0] == msgs[0] and out[2] == msgs[2]
     assert with_tool_spans(msgs, {}) == msgs
+
+
+def test_whole_hours_with_am_pm_lose_their_zero_minutes() -> None:
+    # Whisper writes "2:00 PM" where pocketsphinx writes "two p m": both compare as "2 pm"
+    from voicelab.speech.text import recognizer_text
+
+    assert recognizer_text("On Friday at 2:00 PM.") == recognizer_text("on friday at two p m") == "on friday at 2 pm"
+    assert recognizer_text("2:00 p.m.") == "2 pm" and recognizer_text("10:30 AM") == "10 30 am"

@@ -1,4 +1,4 @@
-"""Spoken confirmation of an unsure destructive tool call (`--tool-reason confirm`, issue 14 item 4): the yes/no
+"""Spoken confirmation of an unsure destructive tool call (`--tool-reason confirm`): the yes/no
 rule, the question and reply text, the per-call book, and the real engine service + gate + tool handler asking
 "cancel your monday appointment, right?" and running the cancel on the caller's yes."""
 

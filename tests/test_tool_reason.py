@@ -1,4 +1,4 @@
-"""Tool calls need a reason (issue 14 item 4): the rule, the commit-time confidence, and the real gate
+"""Tool calls need a reason: the rule, the commit-time confidence, and the real gate
 processor + tool handler refusing a cancel nobody asked for."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from voicelab.rules.tool_reason import CONFIDENCE_BAR, CommitConfidence, ToolRea
 
 CANCEL = "[cancel(name=ben, day=monday)] okay ben, your appointment on monday is cancelled."
 ASKED = "please cancel my appointment on monday my name is ben"
-UNRELATED = "oh god you can only when it closed today"  # a garbled "when do you close today" (issue 14)
+UNRELATED = "oh god you can only when it closed today"  # a garbled "when do you close today"
 
 
 def _snap(pieces: list[str], masked: list[bool], conf: list[float], tokens: list[int] | None = None) -> Snapshot:

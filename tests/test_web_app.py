@@ -18,8 +18,9 @@ import pytest
 
 from tests.web_helpers import ServerThread
 from voicelab.pipeline.config import PipelineConfig
-from voicelab.web.app import STATIC_DIR, ServeError, ServeOptions, create_app
-from voicelab.web.session import ResourcePool, SessionLimits
+from voicelab.pipeline.resources import ResourcePool
+from voicelab.web.app import create_app
+from voicelab.web.options import STATIC_DIR, ServeError, ServeOptions, SessionLimits
 
 
 async def transport_only(session: Any, transport: Any) -> Any:

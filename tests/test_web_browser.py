@@ -97,8 +97,9 @@ def served() -> Iterator[ServerThread]:
         pytest.skip("needs a trained tiny engine in engines/tiny (voicelab train) or VOICELAB_TEST_ENGINE")
     from voicelab.cli.common import quiet_pipecat_logs
     from voicelab.pipeline.config import PipelineConfig
-    from voicelab.web.app import ServeOptions, create_app
-    from voicelab.web.session import ResourcePool
+    from voicelab.pipeline.resources import ResourcePool
+    from voicelab.web.app import create_app
+    from voicelab.web.options import ServeOptions
 
     quiet_pipecat_logs("WARNING")
     cfg = PipelineConfig(engine=engine)

@@ -120,7 +120,7 @@ def test_live_latency_uses_the_vad_estimate_and_the_lab_breakdown() -> None:
 
 
 def test_live_call_log_numbers_caller_turns_from_the_vad() -> None:
-    from voicelab.web.session import LiveCallLog
+    from voicelab.web.calllog import LiveCallLog
 
     seen: list[Event] = []
     log = LiveCallLog("live", on_event=seen.append)
@@ -141,7 +141,7 @@ async def test_live_playout_logs_marks_and_the_acoustic_onset() -> None:
 
     from voicelab.measure.calllog import CallLog
     from voicelab.pipeline.frames import PlayoutMarkFrame
-    from voicelab.web.session import LivePlayout
+    from voicelab.web.playout import LivePlayout
 
     sr = 16000
     log = CallLog("live")

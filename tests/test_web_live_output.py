@@ -31,7 +31,7 @@ from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind as K
 from voicelab.pipeline.frames import PlayoutMarkFrame, PlayoutPauseFrame, PlayoutResumeFrame
 from voicelab.web.live_output import PausableWebRTCOutput
-from voicelab.web.session import LivePlayout
+from voicelab.web.playout import LivePlayout
 
 SR = 16000
 CHUNK = SR // 100  # the track sends 10 ms per packet

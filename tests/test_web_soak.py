@@ -1,4 +1,4 @@
-"""Connect / disconnect soak of the live demo (issue 12, load): 100 sessions of the real voicelab pipeline,
+"""Connect / disconnect soak of the live demo: 100 sessions of the real voicelab pipeline,
 each opened by an aiortc client as the page opens one (audio track, data channel, offer, wait for "ready"),
 then ended the three ways a page ends one (pc.close() alone, the Stop button's bye, the pagehide beacon),
 must leave no session, no asyncio task and no thread behind, and grow the process's memory (RSS) by at most
@@ -60,8 +60,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
         pytest.skip("needs a trained tiny engine in engines/tiny (voicelab train) or VOICELAB_TEST_ENGINE")
     from voicelab.cli.common import quiet_pipecat_logs
     from voicelab.pipeline.config import PipelineConfig
-    from voicelab.web.app import ServeOptions, create_app
-    from voicelab.web.session import ResourcePool
+    from voicelab.pipeline.resources import ResourcePool
+    from voicelab.web.app import create_app
+    from voicelab.web.options import ServeOptions
 
     quiet_pipecat_logs("ERROR")
     cfg = PipelineConfig(engine=engine)

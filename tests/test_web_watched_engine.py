@@ -13,7 +13,8 @@ from voicelab.pipeline.config import PipelineConfig
 from voicelab.pipeline.processors.watchdog import Limits, WatchedEngine
 from voicelab.pipeline.services.llm_service import EngineLLMService
 from voicelab.pipeline.turns.turn_models import TurnModels
-from voicelab.web.session import LiveCallLog, build_live_pipeline
+from voicelab.web.calllog import LiveCallLog
+from voicelab.web.pipeline import build_live_pipeline
 
 
 class Stalled:
@@ -54,14 +55,12 @@ class Stalled:
 
 
 class Pool:
-    recognizer = None
-    decision = None
-
     def __init__(self) -> None:
         self.turn_models = TurnModels()
 
-    async def get(self, _cfg: PipelineConfig) -> tuple[Any, Any]:
-        return Stalled(), object()  # the voice is not used before a chunk is spoken
+    async def get(self, _cfg: PipelineConfig) -> Any:
+        # the voice is not used before a chunk is spoken
+        return SimpleNamespace(engine=Stalled(), voice=object(), recognizer=None, decision=None)
 
 
 class Transport:
@@ -75,7 +74,7 @@ class Transport:
 
 
 async def test_live_pipeline_engine_is_watched_and_a_stall_ends_the_reply() -> None:
-    cfg = PipelineConfig(stt="pocketsphinx", turn="timeout:0.5", greeting="", preemptive=False)
+    cfg = PipelineConfig(stt="pocketsphinx", turn="timeout:500", greeting="", preemptive=False)
     log = LiveCallLog("live-test")
     session = SimpleNamespace(cfg=cfg, log=log, pool=Pool(), canvas=SimpleNamespace(spoken_words=None),
                               page_observer=BaseObserver(), engine=None, voice=None, mic=None, playout=None)

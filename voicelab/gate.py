@@ -1,4 +1,4 @@
-"""The stable-chunk gate (DESIGN.md §2): engine snapshots in, speakable committed chunks out.
+"""The stable-chunk gate (docs/engines.md): engine snapshots in, speakable committed chunks out.
 
 Pure logic, no pipecat, no torch. One `Gate` per reply (per LLM request): feed it every snapshot of that
 generation, call `tick` from a timer so held words are released, and `finish` with the last snapshot.

@@ -23,6 +23,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from engines.decision import corpus as dc
+from engines.decision import probe as decision_probe
 from engines.decision.model import (
     DecisionModel,
     PromptLimits,
@@ -32,8 +34,6 @@ from engines.decision.model import (
     encode_prompt,
     load_decision_model,
 )
-from engines.decision import corpus as dc
-from engines.decision import probe as decision_probe
 from engines.local.checkpoint import save
 from engines.local.model import LLaDAModel, ModelConfig
 from engines.local.tokenizer import train_tiny

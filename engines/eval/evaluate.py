@@ -1,9 +1,13 @@
 """Does an engine answer the bike shop's callers correctly? Right intent and exact slot values.
 
-Two built-in sets: held-out in-domain prompts from engines/shop/corpus.py whose slot combinations never
-occur in training, and the out-of-domain set of engines/shop/ood.py (off-topic, unrelated, half-destroyed
-requests: the fallback or a clarifying question is expected, never a tool call). Or any prompt
-file (`--prompts FILE`, JSON lines `{"prompt": "...", "expect": "fallback" | {"intent": ..., "slots": {...}}}`).
+Three built-in sets: held-out in-domain prompts from engines/shop/corpus.py whose slot combinations never
+occur in training; the out-of-domain set of engines/shop/ood.py (off-topic, unrelated, half-destroyed
+requests: the fallback or a clarifying question is expected, never a tool call); and the unseen-caller set
+of engines/eval/unseen.py (names, phrasings and number and time forms from sources the corpus does not use),
+reported beside the held-out set so that the gap between the two stays visible. Or any prompt
+file (`--prompts FILE`, JSON lines `{"prompt": "...", "expect": "fallback" | {"intent": ..., "slots": {...}}}`,
+optionally `"history"`: earlier turns as `[{"role": ..., "content": ...}]`, and `"tags"`: a list of labels
+each reported on its own).
 Each answer is scored by engines/shop/answers.py against the corpus's response grammar, so a reply
 that says the right thing with a wrong day, time, name or digit counts as wrong, and one that
 mixes templates counts as incoherent.
@@ -11,6 +15,7 @@ mixes templates counts as incoherent.
     python -m engines.eval.evaluate --model diffusion --sampler threshold --n 500
     python -m engines.eval.evaluate --model ar --set ood
     python -m engines.eval.evaluate --model diffusion --prompts my_prompts.jsonl
+    python -m engines.eval.evaluate --model ar --set unseen
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engines.eval.unseen import FILE as UNSEEN_FILE
 from engines.shop import corpus
 from engines.shop.answers import Expect, parse_expect, score_reply
 from engines.shop.ood import ood_prompts
@@ -47,6 +53,7 @@ class Prompt:
     expect: Expect
     reference: str | None = None  # the exact reply, where one is known
     kind: str = "heldout"
+    tags: tuple[str, ...] = ()  # labels scored on their own (the unseen set's name source, time form, ...)
 
 
 @dataclass
@@ -61,6 +68,8 @@ class EvalResult:
     wrong_tool_calls: int  # tool calls where none (or another) was expected
     seconds: float
     failures: list[dict[str, Any]] = field(default_factory=list)
+    by_intent: dict[str, dict[str, Any]] = field(default_factory=dict)  # expected intent -> n, correct, ...
+    by_tag: dict[str, dict[str, Any]] = field(default_factory=dict)  # prompt tag -> n, correct, ...
 
 
 def heldout_prompts(examples: Sequence[corpus.Example]) -> list[Prompt]:
@@ -72,10 +81,22 @@ def ood_set(n_garbled: int = 120) -> list[Prompt]:
             for o in ood_prompts(n_garbled)]
 
 
-def load_prompts(path: Path) -> list[Prompt]:
+def _history(h: Any) -> list[dict[str, str]]:
+    if not isinstance(h, list) or not all(
+            isinstance(m, dict) and m.get("role") in ("user", "assistant") and isinstance(m.get("content"), str)
+            for m in h):
+        raise ValueError('"history" must be a list of {"role": "user" | "assistant", "content": "..."}')
+    return [{"role": m["role"], "content": m["content"]} for m in h]
+
+
+def load_prompts(path: Path, kind: str = "file") -> list[Prompt]:
     """A JSON-lines prompt file; ValueError naming the file and line of the first bad line."""
     out: list[Prompt] = []
-    for i, line in enumerate(path.read_text().splitlines(), 1):
+    try:
+        lines = path.read_text().splitlines()
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a UTF-8 text file") from None
+    for i, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
@@ -87,7 +108,11 @@ def load_prompts(path: Path) -> list[Prompt]:
                 raise ValueError('needs a non-empty string "prompt"')
             if "expect" not in d:
                 raise ValueError('needs "expect" ("fallback" or {"intent": ..., "slots": {...}})')
-            out.append(Prompt([{"role": "user", "content": d["prompt"]}], parse_expect(d["expect"]), kind="file"))
+            tags = d.get("tags", [])
+            if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+                raise ValueError('"tags" must be a list of strings')
+            msgs = _history(d.get("history", [])) + [{"role": "user", "content": d["prompt"]}]
+            out.append(Prompt(msgs, parse_expect(d["expect"]), kind=kind, tags=tuple(tags)))
         except ValueError as e:
             raise ValueError(f"{path}:{i}: {e}") from None
     if not out:
@@ -95,10 +120,37 @@ def load_prompts(path: Path) -> list[Prompt]:
     return out
 
 
+def prompt_file_error(path: Path, e: Exception) -> str:
+    """One line naming the file (and line) for a prompt file that cannot be read or parsed."""
+    if isinstance(e, OSError):
+        return f"{path}: {e.strerror or e}"
+    return str(e)
+
+
+def unseen_set() -> list[Prompt]:
+    """The unseen-caller set (engines/eval/unseen.py's file)."""
+    return load_prompts(UNSEEN_FILE, kind="unseen")
+
+
+def _tally(rows: dict[str, dict[str, Any]], key: str, correct: bool, coherent: bool, wrong: bool) -> None:
+    r = rows.setdefault(key, {"n": 0, "correct": 0, "coherent": 0, "wrong_tool_calls": 0})
+    r["n"] += 1
+    r["correct"] += correct
+    r["coherent"] += coherent
+    r["wrong_tool_calls"] += wrong
+
+
+def _shares(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {k: {"n": v["n"], "correct": round(v["correct"] / v["n"], 4), "coherent": round(v["coherent"] / v["n"], 4),
+                "wrong_tool_calls": v["wrong_tool_calls"]} for k, v in sorted(rows.items())}
+
+
 def evaluate(engine: Any, prompts: Sequence[Prompt | corpus.Example], keep_failures: int = 20) -> EvalResult:
     items = [p if isinstance(p, Prompt) else heldout_prompts([p])[0] for p in prompts]
     ok = coh = ex = n_ref = it = wrong = 0
     fails: list[dict[str, Any]] = []
+    by_intent: dict[str, dict[str, Any]] = {}
+    by_tag: dict[str, dict[str, Any]] = {}
     t0 = time.monotonic()
     for p in items:
         ans = engine.answer(p.messages)
@@ -107,6 +159,9 @@ def evaluate(engine: Any, prompts: Sequence[Prompt | corpus.Example], keep_failu
         coh += s.coherent
         wrong += s.wrong_tool_call
         it += s.intent == p.expect.intent or (p.expect.intent == "fallback" and s.correct)
+        _tally(by_intent, p.expect.intent, s.correct, s.coherent, s.wrong_tool_call)
+        for tag in p.tags:
+            _tally(by_tag, tag, s.correct, s.coherent, s.wrong_tool_call)
         if p.reference is not None:
             n_ref += 1
             ex += ans.strip() == p.reference
@@ -116,13 +171,13 @@ def evaluate(engine: Any, prompts: Sequence[Prompt | corpus.Example], keep_failu
     n = max(1, len(items))
     return EvalResult(engine.name, engine.sampler, len(items), round(ok / n, 4), round(coh / n, 4),
                       round(ex / n_ref, 4) if n_ref else None, round(it / n, 4), wrong,
-                      round(time.monotonic() - t0, 1), fails)
+                      round(time.monotonic() - t0, 1), fails, _shares(by_intent), _shares(by_tag))
 
 
 def heldout_examples(n: int, train_n: int = corpus.TRAIN_N, corpus_seed: int = corpus.TRAIN_SEED,
-                     heldout_seed: int = 1) -> list[corpus.Example]:
+                     heldout_seed: int = 1, open_names: float = corpus.TRAIN_OPEN_NAMES) -> list[corpus.Example]:
     # held-out combinations are unseen in the corpus the shipped models were last trained on
-    return corpus.heldout(n, heldout_seed, corpus.generate(train_n, corpus_seed))
+    return corpus.heldout(n, heldout_seed, corpus.generate(train_n, corpus_seed, open_names))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -131,7 +186,8 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="Evaluate an engine on held-out, out-of-domain or given prompts.")
     ap.add_argument("--model", default="diffusion")
     ap.add_argument("--sampler", default=None)
-    ap.add_argument("--set", choices=("heldout", "ood", "both"), default="both")
+    ap.add_argument("--set", choices=("heldout", "ood", "unseen", "both", "all"), default="all",
+                    help="both: held-out and out-of-domain; all: those and the unseen-caller set")
     ap.add_argument("--n", type=int, default=500, help="held-out prompts")
     ap.add_argument("--ood-garbled", type=int, default=120, help="garbled requests in the out-of-domain set")
     ap.add_argument("--prompts", type=Path, default=None, help="JSON-lines prompt file (instead of the sets)")
@@ -141,12 +197,14 @@ def main(argv: list[str] | None = None) -> None:
         try:
             sets = {"file": load_prompts(a.prompts)}
         except (OSError, ValueError) as e:
-            raise SystemExit(f"error: {e}") from None
+            raise SystemExit(f"error: {prompt_file_error(a.prompts, e)}") from None
     else:
         sets = {}
-        if a.set in ("heldout", "both"):
+        if a.set in ("heldout", "both", "all"):
             sets["heldout"] = heldout_prompts(heldout_examples(a.n))
-        if a.set in ("ood", "both"):
+        if a.set in ("unseen", "all"):
+            sets["unseen"] = unseen_set()
+        if a.set in ("ood", "both", "all"):
             sets["ood"] = ood_set(a.ood_garbled)
     eng = open_engine(a.model, a.sampler)
     res = {k: asdict(evaluate(eng, v)) for k, v in sets.items()}

@@ -2,7 +2,7 @@
 fields `realtime` and `diffusing`.
 
 With `diffusing`, chunks carry intermediate drafts. Two shapes exist in the wild (the official one
-could not be verified offline, ../shared/notes/hosted-engines.md): each chunk's `delta.content` is
+could not be verified offline, docs/engines.md): each chunk's `delta.content` is
 the whole current draft (replace), or a piece to append (append). `shape="auto"` decides from the
 second content chunk: a chunk at least half as long as the text so far that matches its start is a
 replacement. Replacements become snapshots whose changed positions are `revised`, so the revision

@@ -1,6 +1,6 @@
 """The engine API of DESIGN.md §1: a chat in, an async stream of snapshots out.
 
-    engine = engines.open_engine("diffusion", sampler="threshold")
+    engine = open_engine("diffusion", sampler="threshold")
     gen = engine.generate([{"role": "user", "content": "what time do you open on friday"}])
     async for snap in gen:      # one Snapshot per denoising step
         gen.pin(snap.prefix_len)  # released text is frozen from here on
@@ -13,6 +13,7 @@ is never blocked by a forward pass, and steps of one engine never overlap.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +25,7 @@ import torch
 from engines.errors import CheckpointError, EngineSpecError
 from engines.local import TINY_MODELS
 from engines.local.checkpoint import Checkpoint, load
+from engines.local.input_norm import engine_text
 from engines.local.samplers import SAMPLERS, Control, SamplerConfig, Special, Step
 from engines.protocol import Usage
 from engines.snapshot import Snapshot
@@ -117,6 +119,9 @@ class Engine:
         # config.json's eos (LLaDA pads answers with <|endoftext|>) ends an answer as well as the
         # tokenizer's own end tokens (<|eot_id|>)
         self.special = Special(mask_id, frozenset(tok.stop_ids | {ckpt.model.config.eos_token_id}))
+        # the corpus-trained tiny models (their config.json has a "voicelab" section) read callers' words in the
+        # corpus's form: the input normaliser rewrites the form at this edge (docs/decisions/input-normaliser.md)
+        self.normalize_input = _has_voicelab_section(ckpt)
         self._pieces: dict[int, str] = {}
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"engine-{self.name}")
 
@@ -133,6 +138,9 @@ class Engine:
 
     def generate(self, messages: Sequence[dict[str, str]], **overrides: object) -> Generation:
         cfg = replace(self.config, **overrides) if overrides else self.config
+        if self.normalize_input:
+            messages = [{**m, "content": engine_text(m["content"])} if m.get("role") == "user" else m
+                        for m in messages]
         prompt = self.ckpt.tokenizer.encode_chat(messages)
         limit = self.ckpt.model.config.max_sequence_length
         if len(prompt) + cfg.canvas > limit:  # keep the latest turns that fit, as a chat app would
@@ -174,10 +182,12 @@ class Engine:
         self.executor.shutdown(wait=False, cancel_futures=True)
 
 
+def _has_voicelab_section(ckpt: Checkpoint) -> bool:
+    return "voicelab" in json.loads((ckpt.folder / "config.json").read_text())
+
+
 def _voicelab_defaults(ckpt: Checkpoint) -> dict:
     """Canvas and block size from config.json's "voicelab" section (the tiny models carry one)."""
-    import json
-
     cfg = json.loads((ckpt.folder / "config.json").read_text()).get("voicelab", {})
     return {k: v for k, v in cfg.items() if k in SamplerConfig.__dataclass_fields__}
 

@@ -7,6 +7,11 @@ averaged over masked tokens. A diffusion model trained from scratch at this size
 to copy names and numbers (../shared/notes/tiny-models.md); adapting the AR model does.
 
     python -m engines.local.train --out engines/tiny
+
+Half the callers' names in the training corpus come from engines/shop/names.py's lists (faker's first names
+of many locales and made-up names), so that the models learn to copy a name rather than recognise one of the
+shop's 40. Training reads the lists from the repository; rewriting them needs the training-only extra
+(`pip install -e .[train]`, faker): `python -m engines.shop.names`.
 """
 
 from __future__ import annotations
@@ -33,9 +38,11 @@ class TrainConfig:
     n_train: int = corpus.TRAIN_N  # about 30 % of it out-of-domain and half-understood callers (first weights: 24000)
     n_heldout: int = 500
     corpus_seed: int = corpus.TRAIN_SEED
+    open_names: float = corpus.TRAIN_OPEN_NAMES  # share of callers' names beyond the shop's 40 (learn to copy)
     heldout_seed: int = 1
     vocab_size: int = 1024  # of the BPE tokenizer trained on the corpus (the network's shape: ModelConfig)
-    canvas: int = 48  # response positions, EOS-padded (LLaDA SFT layout)
+    canvas: int = 56  # response positions, EOS-padded (LLaDA SFT layout); 48 before open names: a 5-piece name
+    # written twice in a booking's read-back overflowed 48
     batch: int = 64
     ar_steps: int = 1000
     ar_lr: float = 1e-3
@@ -135,7 +142,7 @@ def train(cfg: TrainConfig, out: Path, from_ar: Path | None = None) -> dict:
     models' d_model 256, 4 layers, 4 heads); the vocabulary comes from the tokenizer trained here."""
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(cfg.threads)
-    train_ex = corpus.generate(cfg.n_train, cfg.corpus_seed)
+    train_ex = corpus.generate(cfg.n_train, cfg.corpus_seed, cfg.open_names)
     texts = [m["content"] for e in train_ex for m in e.messages] + [e.reply for e in train_ex]
     prev = load(from_ar) if from_ar else None
     tok = prev.tokenizer if prev else train_tiny(texts, cfg.vocab_size)
@@ -190,13 +197,16 @@ def finetune(cfg: TrainConfig, src: Path, out: Path) -> dict:
     model, tok = ck.model.float(), ck.tokenizer
     kind = "ar" if model.config.causal else "diffusion"
     steps, lr = (cfg.ar_steps, cfg.ar_lr) if kind == "ar" else (cfg.diff_steps, cfg.diff_lr)
-    data = encode(tok, corpus.generate(cfg.n_train, cfg.corpus_seed), cfg.canvas)
+    data = encode(tok, corpus.generate(cfg.n_train, cfg.corpus_seed, cfg.open_names), cfg.canvas)
     log: list[dict] = []
     t0 = time.monotonic()
     # a different data order and mask draw than the source's own training
     run_training(model, data, steps, lr, cfg.batch, cfg.seed + 7, kind, tok.tok.token_to_id("<|pad|>"),
                  tok.mask_id, log)
-    extra = {"voicelab": json.loads((src / "config.json").read_text()).get("voicelab", {})}
+    vl = json.loads((src / "config.json").read_text()).get("voicelab", {})
+    if vl.get("block_size") == vl.get("canvas"):  # one block over the whole canvas stays one block
+        vl["block_size"] = cfg.canvas
+    extra = {"voicelab": vl | {"canvas": cfg.canvas}}
     save(model, tok, out, extra_config=extra)
     meta = {"finetune_of": str(src), "kind": kind, "train_config": asdict(cfg), "train_s": round(time.monotonic() - t0, 1),
             "torch": torch.__version__, "log": log}

@@ -71,7 +71,7 @@ def garble(text: str, r: random.Random, cfg: NoiseConfig = NoiseConfig(),
 
 
 def damage(text: str, r: random.Random, essential: Sequence[str], cfg: NoiseConfig = NoiseConfig(),
-           as_function_word: float = 0.0) -> str:
+           as_function_word: float = 0.0, plain: Collection[str] = ()) -> str:
     """Destroy at least one essential word (dropped or heard as a sound-alike), plus light noise elsewhere.
 
     `essential` lists the words the request cannot be understood without (slot values, the intent
@@ -79,6 +79,8 @@ def damage(text: str, r: random.Random, essential: Sequence[str], cfg: NoiseConf
     `as_function_word`: the share of destroyed words heard as a short function word instead (the
     recogniser's substitution error, which leaves "monday 3 30 pm" as "monday the 30 pm": a request that
     still looks whole). Off by default, so the out-of-domain set (engines/shop/ood.py) stays as it was.
+    `plain`: words destroyed only by dropping or a function word, never a sound-alike (names, when any word
+    may be a name).
     """
     words = text.split()
     present = [i for i, w in enumerate(words) if w in essential]
@@ -90,7 +92,7 @@ def damage(text: str, r: random.Random, essential: Sequence[str], cfg: NoiseConf
         if i in hit:
             if as_function_word and r.random() < as_function_word:
                 out.append(r.choice(FUNCTION_WORDS))
-            elif w in SOUND_ALIKE and r.random() < 0.6:
+            elif w in SOUND_ALIKE and w not in plain and r.random() < 0.6:
                 out.append(r.choice(SOUND_ALIKE[w]))
             # else: dropped
         else:

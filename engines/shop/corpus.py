@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from engines.shop import business as B
+from engines.shop import names as N
 from engines.shop import phrasing as PH
 from engines.shop.asr_noise import damage, garble
 
@@ -183,8 +184,28 @@ def address(r: random.Random) -> Example:
     return Example("address", [{"role": "user", "content": u}], render("address"))
 
 
+class CorpusRandom(random.Random):
+    """The corpus's random stream, carrying the share of callers' names drawn beyond the shop's 40."""
+
+    def __init__(self, seed: int, open_names: float = 0.0) -> None:
+        super().__init__(seed)
+        self.open_names = open_names
+
+
+def _open_share(r: random.Random) -> float:
+    return getattr(r, "open_names", 0.0)
+
+
+def _name(r: random.Random) -> str:
+    # a plain Random (or share 0) draws exactly as before: the default corpus stays byte-identical
+    share = _open_share(r)
+    if share and r.random() < share:
+        return N.open_name(r)
+    return r.choice(B.NAMES)
+
+
 def _booking_slots(r: random.Random) -> tuple[str, str, str, str]:
-    return r.choice(B.DAYS[:6]), r.choice(B.TIMES), r.choice(B.NAMES), r.choice(B.SERVICES)
+    return r.choice(B.DAYS[:6]), r.choice(B.TIMES), _name(r), r.choice(B.SERVICES)
 
 
 def _book_reply(day: str, time: str, name: str, service: str) -> str:
@@ -397,7 +418,10 @@ def clarify(r: random.Random) -> Example:
         src = GENERATORS[r.choice(_CLARIFY_FROM)](r)
         # a booking without its name is a request the shop answers by asking for the name
         ess = [w for w in _essential(src) if not (src.intent == "book" and w == src.slots.get("name"))]
-        u = damage(src.messages[-1]["content"], r, ess, as_function_word=AS_FUNCTION_WORD)
+        # with open names any word may be a name: a misheard name is dropped or a function word, never a
+        # sound-alike, else "die anna" would teach the model to doubt names it should copy
+        plain = (src.slots.get("name", ""),) if _open_share(r) else ()
+        u = damage(src.messages[-1]["content"], r, ess, as_function_word=AS_FUNCTION_WORD, plain=plain)
         return Example("clarify", src.messages[:-1] + [{"role": "user", "content": u}], render("clarify"))
     if x < 0.8:  # a day the shop cannot resolve
         vague = r.choice(_VAGUE_DAYS)
@@ -431,6 +455,7 @@ MISSING = 0.5
 # and out-of-domain sets are checked against exactly these chats
 TRAIN_N = 40000
 TRAIN_SEED = 0
+TRAIN_OPEN_NAMES = 0.5  # half the callers' names from engines/shop/names.py, so the models learn to copy a name
 # share of the destroyed essential words of a clarify request heard as a short function word
 AS_FUNCTION_WORD = 0.3
 # share of in-domain requests given light recogniser noise that keeps slot values and cues
@@ -488,15 +513,17 @@ def draw(intent: str, r: random.Random, noise: bool = True) -> Example:
     return e
 
 
-def generate(n: int, seed: int) -> list[Example]:
-    """n examples, reproducible from the seed."""
-    r = random.Random(seed)
+def generate(n: int, seed: int, open_names: float = 0.0) -> list[Example]:
+    """n examples, reproducible from the seed; `open_names`: share of callers' names beyond the shop's 40
+    (engines/shop/names.py; the tiny models train with TRAIN_OPEN_NAMES, the default keeps the shop's 40)."""
+    r = CorpusRandom(seed, open_names)
     names, weights = list(WEIGHTS), [WEIGHTS[k] for k in WEIGHTS]
     return [draw(r.choices(names, weights)[0], r) for _ in range(n)]
 
 
 def heldout(n: int, seed: int, train: list[Example]) -> list[Example]:
-    """Held-out examples whose (intent, slots) combination never occurs in the training set."""
+    """Held-out examples whose (intent, slots) combination never occurs in the training set (the shop's
+    40 names only: callers with other names are the unseen-caller set's, engines/eval/unseen.py)."""
     seen = {(e.intent, tuple(sorted(e.slots.items()))) for e in train if e.slots}
     out: list[Example] = []
     r = random.Random(seed)

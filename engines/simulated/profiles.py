@@ -1,7 +1,7 @@
 """Engine timing profiles: named, sourced rows of first-answer latency and output speed (and prices),
 which `profile:NAME` engines replay with the tiny engines' answers (engines/simulated/profile_engine.py).
 
-Figures come from ../shared/notes/hosted-engines.md and diffusion-decoding.md. "Comparison feed"
+Figures and their sources: docs/engines.md. "Comparison feed"
 rows are one feed's measurements of public endpoints on one review date (the notes do not record
 the date); vendor rows are the vendor's own configuration, flagged `vendor_figure`.
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from engines.errors import EngineSpecError
 
-FEED = "comparison feed of public endpoints (../shared/notes/hosted-engines.md)"
+FEED = "comparison feed of public endpoints (docs/engines.md)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,8 +45,8 @@ class Profile:
 
 
 PRICES: dict[str, Price] = {
-    "mercury-2": Price(0.25, 0.75, "Inception, via contentbuffer/vercel (../shared/notes/diffusion-decoding.md)", None),
-    "mercury-3": Price(0.10, 0.35, "Inception, as published (issue 15)", None),
+    "mercury-2": Price(0.25, 0.75, "Inception, via contentbuffer/vercel (docs/engines.md)", None),
+    "mercury-3": Price(0.10, 0.35, "Inception, as published", None),
 }
 
 

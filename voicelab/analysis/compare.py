@@ -39,7 +39,8 @@ from voicelab.analysis.tables import RunData
 from voicelab.measure.intervals import RESAMPLES, SEED, Difference, diff_interval, mean_stat, quantile_stat
 
 BETTER, WORSE, SAME, FEW = "better", "worse", "no detectable difference", "too few samples"
-DETECT_MS = 50.0  # the change a comparison should be able to see (issue 15)
+NOT_MEASURED = "not measured"  # one run cannot see the figure (summary.json `not_measured`: a line run)
+DETECT_MS = 50.0  # the change a comparison should be able to see
 Z95, Z80 = 1.96, 0.84  # two-sided 95 % confidence; 80 % power
 REPEAT_PREFIX = re.compile(r"^r(\d+)-")
 # fewest samples per side for a verdict: below these the bootstrap of a percentile difference is too narrow
@@ -76,6 +77,8 @@ FIGURES: tuple[FigureSpec, ...] = (
     FigureSpec("accuracy", "answer accuracy", "answer_correct", "mean", "", higher_is_better=True),
 )
 SPECS = {f.name: f for f in FIGURES}
+# the summary.json figure each turns column belongs to, for its `not_measured` list
+SUMMARY_KEY = {"audible": "revisions", "answer_correct": "answers"}
 
 Key = tuple[str, int, int]  # fixture name, turn index, repetition (occurrence) of that fixture turn
 
@@ -202,11 +205,29 @@ def _too_short(rows: Sequence[FigureDiff], reps: int) -> list[str]:
     return notes
 
 
+def _value(spec: FigureSpec, xs: Sequence[tuple[Key, float]]) -> float | None:
+    """The figure over one run's samples (None without any)."""
+    if not xs:
+        return None
+    v = np.asarray([x for _, x in xs], dtype=float)
+    return float(v.mean() if spec.stat == "mean" else np.percentile(v, float(spec.stat[1:])))
+
+
+def not_measured(run: RunData, spec: FigureSpec) -> bool:
+    """The run cannot see this figure (a run measured from the line's audio alone lists it in `not_measured`)."""
+    return SUMMARY_KEY.get(spec.column, spec.column) in (run.summary.get("not_measured") or ())
+
+
 def compare_runs(a: RunData, b: RunData, *, seed: int = SEED, n_resamples: int = RESAMPLES) -> Comparison:
-    """Every figure both runs measured, B against the baseline A."""
+    """Every figure both runs measured, B against the baseline A; a figure one of them cannot see is a row
+    saying "not measured" (never a difference against an empty side)."""
     c = Comparison(a.run_id, b.run_id, a.label, b.label)
     for spec in FIGURES:
         sa, sb = samples(a, spec), samples(b, spec)
+        if not_measured(a, spec) or not_measured(b, spec):
+            c.rows.append(FigureDiff(spec, Difference(_value(spec, sa), _value(spec, sb), None, None, False,
+                                                      len(sa), len(sb)), NOT_MEASURED))
+            continue
         if not sa and not sb:
             continue
         c.rows.append(compare_samples(spec, sa, sb, seed=seed, n_resamples=n_resamples))
@@ -254,6 +275,18 @@ def regressions(comparisons: Sequence[Comparison], thresholds: dict[str, float])
     return out
 
 
+
+def undecided(comparisons: Sequence[Comparison], thresholds: dict[str, float]) -> list[str]:
+    """One line per gated figure that the runs cannot decide (too few samples, or not measured): a gate
+    that cannot decide must say so rather than pass on no evidence."""
+    out = []
+    for c in comparisons:
+        for r in c.rows:
+            if r.spec.name in thresholds and (r.verdict == FEW or r.verdict == NOT_MEASURED
+                                              or r.regression_low is None):
+                out.append(f"{c.b} vs {c.a}: {r.spec.label}: {r.verdict} (n {r.diff.n_a}/{r.diff.n_b})")
+    return out
+
 # ---- output ------------------------------------------------------------------------------------------------
 
 def fmt(v: float | None, unit: str) -> str:
@@ -271,6 +304,9 @@ def row_cells(r: FigureDiff) -> list[str]:
     d, u = r.diff, r.spec.unit
     ci = "" if d.ci is None else f" [{_signed(d.ci[0], u)}, {_signed(d.ci[1], u)}]"
     delta = "—" if d.diff is None else f"{_signed(d.diff, u)}{ci}"
+    if r.verdict == NOT_MEASURED:
+        return [r.spec.label, fmt(d.a, u) if d.n_a else NOT_MEASURED, fmt(d.b, u) if d.n_b else NOT_MEASURED,
+                "—", "no", f"{d.n_a}/{d.n_b}", r.verdict]
     return [r.spec.label, fmt(d.a, u), fmt(d.b, u), delta, "yes" if d.paired else "no", f"{d.n_a}/{d.n_b}",
             r.verdict]
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
@@ -176,6 +177,23 @@ def _spans(flags: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(np.flatnonzero(edges == 1).tolist(), np.flatnonzero(edges == -1).tolist(), strict=True))
 
 
+def _waterfall_title(ax: Axes, run: RunData, call_id: str, turn: int, recording_lane: int) -> None:
+    """Title the turn's timeline (call, turn, expect, FAR, stop latency) and draw the FAR arrow."""
+    row = run.turns[(run.turns["call_id"] == call_id) & (run.turns["turn"] == turn)]
+    far = _num(row["far_ms"].iloc[0]) if not row.empty else None
+    title = f"{call_id} turn {turn}"
+    if not row.empty and isinstance(row["expect"].iloc[0], str):
+        title += f" ({row['expect'].iloc[0]})"
+    if far is not None:
+        title += f" - FAR {far:.0f} ms"
+        ax.annotate("", xy=(far, recording_lane + 0.45), xytext=(0, recording_lane + 0.45),
+                    arrowprops={"arrowstyle": "<->", "color": "#d81b60"})
+    stop = _num(row["stop_latency_ms"].iloc[0]) if not row.empty else None
+    if stop is not None:
+        title += f" - stop {stop:.0f} ms"
+    ax.set_title(title, fontsize=9, loc="left")
+
+
 def waterfall(run: RunData, call_id: str, turn: int, activity: tuple[np.ndarray, float] | None) -> Figure | None:
     """Timeline of one turn, 0 = the caller's speech end (ground truth); all events of the call in view."""
     ev = run.events[run.events["call_id"] == call_id]
@@ -239,19 +257,7 @@ def waterfall(run: RunData, call_id: str, turn: int, activity: tuple[np.ndarray,
     for t in view.loc[view["kind"] == "interruption", "t_ms"]:
         ax.axvline(rel(t), color="#b42318", linestyle="--", linewidth=1)
     ax.axvline(0, color="black", linewidth=0.8)
-    row = run.turns[(run.turns["call_id"] == call_id) & (run.turns["turn"] == turn)]
-    far = _num(row["far_ms"].iloc[0]) if not row.empty else None
-    title = f"{call_id} turn {turn}"
-    if not row.empty and isinstance(row["expect"].iloc[0], str):
-        title += f" ({row['expect'].iloc[0]})"
-    if far is not None:
-        title += f" - FAR {far:.0f} ms"
-        ax.annotate("", xy=(far, lane["recording"] + 0.45), xytext=(0, lane["recording"] + 0.45),
-                    arrowprops={"arrowstyle": "<->", "color": "#d81b60"})
-    stop = _num(row["stop_latency_ms"].iloc[0]) if not row.empty else None
-    if stop is not None:
-        title += f" - stop {stop:.0f} ms"
-    ax.set_title(title, fontsize=9, loc="left")
+    _waterfall_title(ax, run, call_id, turn, lane["recording"])
     ax.set_yticks(range(len(LANES)), LANES, fontsize=7)
     ax.invert_yaxis()
     ax.set_xlim(rel(lo), rel(hi))
@@ -358,8 +364,19 @@ def _get(d: dict[str, Any], dotted: str) -> Any:
     return d
 
 
+NOT_MEASURED = "not measured"
+
+
+def not_measured(summary: dict[str, Any], dotted: str) -> bool:
+    """The run could not see this figure (summary.json's `not_measured`, e.g. a `voicelab call` run measured from
+    the line's audio alone): it is shown as "not measured", never as 0 or as an empty sample."""
+    return dotted.split(".")[0] in (summary.get("not_measured") or ())
+
+
 def _with_ci(summary: dict[str, Any], dotted: str) -> str:
     """A figure, and its bootstrap 95 % interval when summary.json has one ('p50 [lo–hi]')."""
+    if not_measured(summary, dotted):
+        return NOT_MEASURED
     ci = _get(summary, f"{dotted}_ci")
     fig = _fmt(_get(summary, dotted))
     return f"{fig} [{ci[0]:.0f}–{ci[1]:.0f}]" if isinstance(ci, list) and ci[0] is not None else fig
@@ -424,11 +441,14 @@ def answers_section(runs: Sequence[RunData]) -> str:
         acc_txt = "–" if acc is None else f"{100 * acc:.1f} % of {a.get('n')}"
         coh = a.get("coherent")
         coh_txt = "–" if coh is None else f"{100 * coh:.1f} % of {a.get('replies')}"
+        if not_measured(r.summary, "answers"):
+            acc_txt = coh_txt = NOT_MEASURED
+        wrong = NOT_MEASURED if not_measured(r.summary, "tool_calls") else _fmt(a.get("wrong_tool_calls"))
+        tools_txt = (NOT_MEASURED if not_measured(r.summary, "tool_calls") else
+                     f"{_fmt(tools.get('executed'))} / {_fmt(tools.get('confirmed'))} / {_fmt(tools.get('refused'))}")
         body.append(f"<tr><td>{html.escape(r.label)}</td><td>{_with_ci(r.summary, 'far_ms.p50')}</td>"
                     f"<td>{_with_ci(r.summary, 'far_ms.p95')}</td><td class=\"{cls}\">{acc_txt}</td>"
-                    f"<td>{coh_txt}</td><td>{_fmt(a.get('wrong_tool_calls'))}</td>"
-                    f"<td>{_fmt(tools.get('executed'))} / {_fmt(tools.get('confirmed'))} / "
-                    f"{_fmt(tools.get('refused'))}</td></tr>")
+                    f"<td>{coh_txt}</td><td>{wrong}</td><td>{tools_txt}</td></tr>")
     return ("<h2>Answers beside FAR</h2>" + f'<div class="scroll"><table><tr>{head}</tr>{"".join(body)}</table></div>'
             + _p(f"Answer accuracy: replies with the right intent and exact slot values, of the caller turns whose "
                  f"fixture says what the answer is (expect_reply); below {100 * ACCURACY_BAR:.0f} % in red. "
@@ -438,8 +458,40 @@ def answers_section(runs: Sequence[RunData]) -> str:
                  "run after the caller said yes to the bot's question (--tool-reason confirm)."))
 
 
+# the turn columns of a run measured from the line's audio (`voicelab call`): what a recording can show
+LINE_TURN_COLS = ("call_id", "turn", "expect", "far_ms", "truth_far_ms", "stop_latency_ms", "truth_stop_latency_ms",
+                  "recovery_ms", "talk_over_ms", "false_barge_in", "false_barge_in_by", "answer_correct",
+                  "readback_text")
+
+
+def line_section(runs: Sequence[RunData]) -> str:
+    """Runs over a telephone media stream: the line's own figures (`voicelab.call.line`)."""
+    rows = []
+    for r in runs:
+        line = r.summary.get("line")
+        if not isinstance(line, dict):
+            continue
+        cells = [_fmt(_get(line, k)) for k in ("caller_send_late_ms.p95", "agent_frame_ms.p50", "agent_jitter_ms",
+                                                "agent_gap_ms.max", "queue_depth_ms.p95", "queue_delay_ms.p95",
+                                                "clears", "cleared_audio_ms")]
+        cells += [_with_ci(r.summary, "talk_over_ms.p95"), _fmt(r.summary.get("calls_failed"))]
+        rows.append(f"<tr><td>{html.escape(r.label)}</td>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    if not rows:
+        return ""
+    head = "".join(f"<th>{h}</th>" for h in ("configuration", "caller frames late p95", "agent frame p50",
+                                             "agent jitter", "agent gap max", "queue depth p95", "queue delay p95",
+                                             "clears", "cleared audio", "talk-over p95", "calls failed"))
+    return ("<h2>The phone line</h2>" + f'<div class="scroll"><table><tr>{head}</tr>{"".join(rows)}</table></div>'
+            + _p("Runs measured over a telephone media stream (voicelab call; docs/phone-line.md): how late the lab's "
+                 "20 ms caller frames left, how the agent sent its audio (per message; RFC 3550 jitter; longest "
+                 "gap), how much of it waited in the carrier's queue (depth while talking; delay before it was "
+                 "heard), clears and the audio they dropped, and talk-over (the agent audible during the caller's "
+                 "speech). Figures such a run cannot see read \"not measured\"."))
+
+
 def _turn_table(run: RunData) -> str:
-    cols = [c for c in TURN_COLS if c in run.turns.columns]
+    line_run = run.summary.get("measured_from") == "line"
+    cols = [c for c in (LINE_TURN_COLS if line_run else TURN_COLS) if c in run.turns.columns]
     head = "<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in cols) + "</tr>"
     body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>"
                    for row in run.turns[cols].itertuples(index=False))
@@ -480,6 +532,7 @@ def render(runs: Sequence[RunData], title: str, max_turns: int = 12, max_canvase
     out.append(_p("Each row is one configuration; each dot one answered caller turn (backchannels excluded). The box "
                   "spans the middle half of the turns, the line inside it is the median. Further left is faster."))
     out.append(answers_section(runs))
+    out.append(line_section(runs))
     out.append("<h2>Where the time goes</h2>")
     fig = breakdown_plot(runs)
     out.append(_img(fig, "FAR breakdown") if fig else _p("No turn has a complete breakdown."))

@@ -89,6 +89,9 @@ SCHEMA: dict[str, list[Column]] = {
         Column("stt_text", _S, "the recogniser's final words for the turn (null: no final transcript)"),
         Column("stt_wer", _F, "word error rate of stt_text against the fixture's text (project normaliser)"),
         Column("endpointing_ms", _F, "caller speech end -> first turn_end"),
+        Column("vad_stop_ms", _F, "of endpointing: caller speech end -> the VAD's last stop before the turn end"),
+        Column("stt_final_wait_ms", _F, "of endpointing: the VAD stop -> the final reading, when it came later"),
+        Column("rule_wait_ms", _F, "of endpointing: the final reading (or the VAD stop) -> the turn rule's end"),
         Column("stt_ms", _F, "turn_end -> llm_request (stt_final when no llm_request)"),
         Column("engine_first_commit_ms", _F, "llm_request -> first gate_commit, on the critical path (0 when a "
                                              "preemptive reply committed before the turn ended)"),
@@ -306,10 +309,13 @@ def _read_run_events(run: Path) -> list[Event]:
 
 
 def write_parquet(run_dir: str | Path, truth_rows: Iterable[Mapping[str, Any]] | None = None,
-                  events: Iterable[Event] | None = None) -> dict[str, Path]:
+                  events: Iterable[Event] | None = None,
+                  turn_columns: Mapping[tuple[str, int], Mapping[str, Any]] | None = None) -> dict[str, Path]:
     """Write events/turns/chunks .parquet into a run folder from its events.jsonl; returns their paths.
 
     `truth_rows` are the WAV analyzer's rows; when None they are computed from calls/ if it holds any.
+    `turn_columns` sets columns of the turns table by (call_id, turn): figures a run measures outside its events
+    (`voicelab call`'s answers read back from the recording, its talk-over).
     """
     run = Path(run_dir)
     cfg_path = run / "config.json"
@@ -321,8 +327,10 @@ def write_parquet(run_dir: str | Path, truth_rows: Iterable[Mapping[str, Any]] |
             truth_rows = analyze_run(run)
         except TruthError as exc:
             raise AnalysisError(str(exc)) from None
-    tables = {"events": events_rows(rid, evs), "turns": turns_rows(rid, evs, truth_rows),
-              "chunks": chunks_rows(rid, evs)}
+    turns = turns_rows(rid, evs, truth_rows)
+    for row in turns:
+        row.update((turn_columns or {}).get((row["call_id"], row["turn"]), {}))
+    tables = {"events": events_rows(rid, evs), "turns": turns, "chunks": chunks_rows(rid, evs)}
     out = {}
     for name, rows in tables.items():
         path = run / f"{name}.parquet"

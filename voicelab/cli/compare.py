@@ -1,6 +1,8 @@
 """`voicelab compare RUN_A RUN_B [RUN_C ...]`: each run against the baseline A, figure by figure.
 
-Exit status: 0; 1 when `--fail-on` finds a regression beyond its threshold with confidence; 2 for bad input.
+Exit status: 0; 1 when `--fail-on` finds a regression beyond its threshold with confidence; 3 when a figure
+that `--fail-on` gates cannot be decided (too few samples, or not measured), so a gate never passes on no
+evidence; 2 for bad input.
 """
 
 from __future__ import annotations
@@ -10,26 +12,13 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from voicelab.analysis import AnalysisError, load_run
-from voicelab.analysis.compare import (
-    BETTER,
-    COLUMNS,
-    WORSE,
-    CompareError,
-    compare_runs,
-    parse_fail_on,
-    regressions,
-    row_cells,
-    write_html,
-)
 from voicelab.cli.common import fail
-from voicelab.measure.events import EventLogError
-from voicelab.measure.intervals import RESAMPLES
+
+RESAMPLES = 2000  # == voicelab.measure.intervals.RESAMPLES (a test checks); read here without loading scipy
 
 EXIT_REGRESSION = 1
+EXIT_UNDECIDED = 3
 
 
 def compare(
@@ -43,6 +32,24 @@ def compare(
     seed: Annotated[int, typer.Option(help="bootstrap seed")] = 0,
 ) -> None:
     """Differences with 95 % intervals (paired by fixture turn) and a verdict per figure."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from voicelab.analysis import AnalysisError, load_run
+    from voicelab.analysis.compare import (
+        BETTER,
+        COLUMNS,
+        WORSE,
+        CompareError,
+        compare_runs,
+        parse_fail_on,
+        regressions,
+        row_cells,
+        undecided,
+        write_html,
+    )
+    from voicelab.measure.events import EventLogError
+
     if len(runs) < 2:
         fail("compare needs at least two run folders (the baseline first)")
     try:
@@ -70,3 +77,8 @@ def compare(
         for f in failures:
             typer.echo(f"regression: {f}", err=True)
         raise typer.Exit(EXIT_REGRESSION)
+    unknown = undecided(comparisons, thresholds)
+    if unknown:
+        for u in unknown:
+            typer.echo(f"cannot decide: {u}", err=True)
+        raise typer.Exit(EXIT_UNDECIDED)

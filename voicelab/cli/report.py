@@ -10,33 +10,58 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from engines.errors import CheckpointError, EngineSpecError
-from voicelab.analysis import AnalysisError
-from voicelab.analysis.decide import decision_report, print_decision
-from voicelab.analysis.report import build_report
 from voicelab.cli.common import fail
-from voicelab.measure.events import EventLogError
-from voicelab.measure.truth import TruthError
 from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
 from voicelab.pipeline.options import OptionsError, check_engine, check_out_file
-from voicelab.runs.sweep import RUNNERS, SweepError, SweepGrid, parse_shaper, run_sweep
+
+RUNNERS = ("pipeline", "synthetic")  # == voicelab.runs.sweep.RUNNERS (a test checks)
 
 
 def report(
     runs: Annotated[list[Path], typer.Argument(help="a run folder, or a folder of runs (matrix or sweep); with "
                                                     "--decide, several")],
     out: Annotated[Path | None, typer.Option("--out", "-o", help="HTML file (default RUN/report.html, with "
-                                             "--decide RUN/decision.html)")] = None,
+                                             "--decide RUN/decision.html; with --markdown the Markdown page, "
+                                             "default docs/results.md)")] = None,
     decide: Annotated[bool, typer.Option("--decide", help="rank the configurations (FAR, output rate, price, "
                                          "answers, API behaviour, audible defects) and mark the Pareto front")]
     = False,
     max_turns: Annotated[int, typer.Option(help="turn timelines drawn per run")] = 12,
     max_canvases: Annotated[int, typer.Option(help="denoising canvases drawn per run")] = 4,
     detail_runs: Annotated[int, typer.Option(help="runs drawn in detail (the rest only summarised)")] = 3,
+    markdown: Annotated[bool, typer.Option("--markdown", help="write Markdown results instead (default --out "
+                                           "docs/results.md) from run folders or docs/runs entries, or folders of "
+                                           "them", rich_help_panel="Markdown results")] = False,
+    readme: Annotated[Path | None, typer.Option(help="with --markdown: replace the table between <!-- "
+                                                "results:begin --> and <!-- results:end --> in this file (rows: "
+                                                "headline.json of the docs runs folder)",
+                                                rich_help_panel="Markdown results")] = None,
+    import_run: Annotated[Path | None, typer.Option("--import", help="with --markdown: first copy this run "
+                                                    "folder's summary.json and meta.json into RUNS/NAME (RUNS: "
+                                                    "the docs runs folder)", rich_help_panel="Markdown results")]
+    = None,
+    name: Annotated[str | None, typer.Option(help="with --import: the entry's short name",
+                                             rich_help_panel="Markdown results")] = None,
 ) -> None:
-    """Write a self-contained HTML report (plots inline; opens without a network)."""
+    """Write a self-contained HTML report (plots inline; opens without a network), or with --markdown the
+    results page (docs/results.md) and the README's headline table."""
+    if markdown:
+        if decide:
+            fail("--markdown and --decide: one at a time")
+        _markdown(runs, out, readme, import_run, name)
+        return
+    if readme is not None or import_run is not None or name is not None:
+        fail("--readme, --import and --name go with --markdown")
+    from rich.console import Console
+
+    from voicelab.analysis import AnalysisError
+    from voicelab.analysis.decide import decision_report, print_decision
+    from voicelab.analysis.report import build_report
+    from voicelab.measure.events import EventLogError
+    from voicelab.measure.truth import TruthError
+
     if len(runs) > 1 and not decide:
         fail("report takes one run folder (or folder of runs); several only with --decide")
     try:
@@ -56,6 +81,26 @@ def report(
     typer.echo(f"report: {path}")
 
 
+def _markdown(runs: list[Path], out: Path | None, readme: Path | None, import_run: Path | None,
+              name: str | None) -> None:
+    """`report --markdown`: optionally import a run into the docs runs folder, then write the results pages."""
+    from voicelab.analysis.results_md import ResultsError, import_entry, write_results
+
+    try:
+        if import_run is not None:
+            if name is None or len(runs) != 1:
+                fail("--import RUN needs --name NAME and one RUNS argument: the docs runs folder (docs/runs)")
+            typer.echo(f"imported: {import_entry(import_run, runs[0], name)}")
+        elif name is not None:
+            fail("--name goes with --import")
+        for line in write_results(runs, out or Path("docs/results.md"), readme):
+            typer.echo(line)
+    except ResultsError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"{exc.filename or out}: cannot write ({exc.strerror or exc})")
+
+
 def sweep(
     out: Annotated[Path, typer.Option("--out", "-o", help="sweep folder (re-run the same command to resume)")],
     engine: Annotated[list[str] | None, typer.Option("--engine", help="engine (repeatable): diffusion, ar, "
@@ -70,13 +115,17 @@ def sweep(
     pool_fixtures: Annotated[bool, typer.Option(help="run all fixtures in one cell instead of one cell each")] = False,
     ray: Annotated[str | None, typer.Option("--ray", help="Ray cluster address ('auto', 'ray://host:10001'); "
                                             "'local' starts a private Ray instance")] = None,
-    cpus_per_cell: Annotated[float, typer.Option(help="CPUs Ray reserves for each cell")] = 1.0,
+    cpus_per_task: Annotated[float, typer.Option(help="with --ray: CPUs Ray reserves for each cell")] = 1.0,
     runner: Annotated[str, typer.Option(help="'pipeline' (real calls) or 'synthetic' (a dry run, no model)")]
     = "pipeline",
     seed: Annotated[int, typer.Option(help="seed given to every cell")] = 0,
     repeat: Annotated[int, typer.Option(help="plays of the fixture list per cell, pooled into its run folder")] = 1,
 ) -> None:
     """Run engines x samplers x policies x shaper settings x fixtures; resumable; ends with a Pareto plot."""
+    from voicelab.analysis import AnalysisError
+    from voicelab.runs import sweep as sweep_mod
+    from voicelab.runs.sweep import SweepError, SweepGrid, parse_shaper, run_sweep
+
     if runner not in RUNNERS:
         fail(f"--runner '{runner}': one of {', '.join(RUNNERS)}")
     try:
@@ -93,7 +142,7 @@ def sweep(
         if runner == "pipeline":  # every cell's engine and sampler, before the first cell runs
             for cell in grid.cells():
                 check_engine(PipelineConfig(engine=cell.engine, sampler=cell.sampler, policy=cell.policy))
-        res = run_sweep(grid, out, RUNNERS[runner], ray_address=ray, cpus_per_cell=cpus_per_cell,
+        res = run_sweep(grid, out, sweep_mod.RUNNERS[runner], ray_address=ray, cpus_per_cell=cpus_per_task,
                         echo=typer.echo)
     except (SweepError, AnalysisError, PipelineConfigError, CheckpointError, EngineSpecError) as exc:
         fail(str(exc))

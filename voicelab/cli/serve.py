@@ -6,60 +6,95 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-import uvicorn
 
 from engines.errors import CheckpointError, EngineSpecError
+from voicelab.cli import options as o
 from voicelab.cli.common import fail, quiet_pipecat_logs
 from voicelab.gate import GateConfigError
-from voicelab.pipeline.config import (
-    BARGE_IN_HELP,
-    DEFAULT_GREETING,
-    TURN_HELP,
-    PipelineConfig,
-    PipelineConfigError,
-)
+from voicelab.pipeline.config import PipelineConfigError
 from voicelab.pipeline.options import check_engine
-from voicelab.web.app import ServeError, ServeOptions, create_app
-from voicelab.web.recording import DEFAULT_RUNS_DIR
-from voicelab.web.session import ResourcePool
+from voicelab.web.options import DEFAULT_RUNS_DIR, ServeError, ServeOptions
+
+D = o.RUN_DEFAULTS
+SERVER = "server"
+
+
+class ServeCommand(o.HintingCommand):
+    """`voicelab serve` takes every `voicelab run` option that applies to a live call; the others say why not."""
+
+    not_here = {
+        "--clip-grid-ms": "not for a live call: the caller is a microphone, not clips on a grid",
+        "--repeat": "not for a live call: each browser session is one call (replay a recorded session with "
+                    "`voicelab fixtures import` and `voicelab run --repeat`)",
+        "--matrix": "not for a live call: a session runs one configuration (pick it on the page)",
+        "--concurrency": "not for a live call: see --max-sessions",
+        "--ray": "not for a live call: sessions run in this server's process",
+        "--cpus-per-task": "not for a live call: sessions run in this server's process",
+        "--inject": "not for a live call: faults are rehearsed on recorded calls (`voicelab run --inject`)",
+        "--wide": "not for a live call: the page shows the figures",
+        "--json": "not for a live call: each session's summary.json is in its run folder under --out",
+    }
 
 
 def serve(
-    host: Annotated[str, typer.Option(help="address to listen on (127.0.0.1: this machine only)")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port")] = 8000,
-    engine: Annotated[str, typer.Option(help="diffusion, ar, a checkpoint folder, openai:MODEL, "
-                                        "mercury:MODEL[+diffusing] or profile:NAME[@http]")] = "diffusion",
-    base_url: Annotated[str | None, typer.Option(help="HTTP engines: the server's .../v1 URL")] = None,
-    api_key_env: Annotated[str | None, typer.Option(help="HTTP engines: the NAME of the environment variable "
-                                                    "holding the API key (never the key)")] = None,
-    sampler: Annotated[str | None, typer.Option(help="sampler (default: the engine's own)")] = None,
-    policy: Annotated[str, typer.Option(help="gate policy: final, prefix, stable:K, block, pinned[:X]")] = "pinned",
-    vad: Annotated[str, typer.Option(help="silero or webrtc")] = "silero",
-    stt: Annotated[str, typer.Option(help="whisper, moonshine or pocketsphinx (a live call has no fixture transcript)")] = "whisper",
-    turn: Annotated[str, typer.Option(help=TURN_HELP)] = "decide",
-    barge_in: Annotated[str, typer.Option(help=BARGE_IN_HELP + "; the browser's speaker pauses and resumes "
-                                          "as the recorded call's does")] = "pause",
-    greeting: Annotated[str, typer.Option(help="what the bot says when a session starts ('' for nothing)")] = (
-        DEFAULT_GREETING),
-    max_sessions: Annotated[int, typer.Option(help="concurrent browser sessions; more get a 'busy' message")] = 2,
-    allow_origin: Annotated[list[str] | None, typer.Option(help="a browser origin (https://host:port) admitted "
-                                                           "besides this server's own (repeatable; '*' any)")]
-    = None,
-    runs_dir: Annotated[Path, typer.Option(help="each session's run folder goes under this (voicelab report reads "
-                                           "it)")] = DEFAULT_RUNS_DIR,
+    host: Annotated[str, typer.Option(help="address to listen on (127.0.0.1: this machine only)",
+                                      rich_help_panel=SERVER)] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port", rich_help_panel=SERVER)] = 8000,
+    max_sessions: Annotated[int, typer.Option(help="concurrent browser sessions; more get a 'busy' message",
+                                              rich_help_panel=SERVER)] = 2,
+    allow_origin: Annotated[list[str] | None, typer.Option(
+        help="a browser origin (https://host:port) admitted besides this server's own (repeatable; '*' any)",
+        rich_help_panel=SERVER)] = None,
+    engine: o.Engine = D["engine"],
+    base_url: o.BaseUrl = D["base_url"],
+    api_key_env: o.ApiKeyEnv = D["api_key_env"],
+    sampler: o.Sampler = D["sampler"],
+    step_ms: o.StepMs = D["step_ms"],
+    policy: o.Policy = D["policy"],
+    first_chunk_words: o.FirstChunkWords = D["first_chunk_words"],
+    min_words: o.MinWords = D["min_words"],
+    max_words: o.MaxWords = D["max_words"],
+    max_hold_ms: o.MaxHoldMs = D["max_hold_ms"],
+    speculative_tts: o.SpeculativeTts = D["speculative_tts"],
+    tool_reason: o.ToolReason = D["tool_reason"],
+    stt: Annotated[str, typer.Option(help="whisper, moonshine or pocketsphinx (a live call has no fixture "
+                                          "transcript)", rich_help_panel=o.SPEECH)] = D["stt"],
+    stt_early_final: o.SttEarlyFinal = D["stt_early_final"],
+    stt_beam: o.SttBeam = D["stt_beam"],
+    stt_lm: o.SttLm = D["stt_lm"],
+    vad: o.Vad = D["vad"],
+    vad_stop_ms: o.VadStopMs = D["vad_stop_ms"],
+    vad_start_ms: o.VadStartMs = D["vad_start_ms"],
+    turn: o.Turn = D["turn"],
+    preemptive: o.Preemptive = D["preemptive"],
+    greeting: o.Greeting = D["greeting"],
+    keep_leading_ms: o.KeepLeadingMs = D["keep_leading_ms"],
+    barge_in: o.BargeIn = D["barge_in"],
+    out: Annotated[Path, typer.Option(help="each session's run folder goes under this (voicelab report reads "
+                                           "it)", rich_help_panel=o.OUTPUT)] = DEFAULT_RUNS_DIR,
 ) -> None:
     """Serve the live mic demo: speak in the browser, watch the canvas resolve and the latency meter."""
     try:
-        cfg = PipelineConfig(engine=engine, base_url=base_url, api_key_env=api_key_env, sampler=sampler,
-                             policy=policy, vad=vad, stt=stt, turn=turn, barge_in=barge_in, greeting=greeting)
+        cfg = o.pipeline_config(
+            engine=engine, base_url=base_url, api_key_env=api_key_env, sampler=sampler, step_ms=step_ms,
+            policy=policy, first_chunk_words=first_chunk_words, min_words=min_words, max_words=max_words,
+            max_hold_ms=max_hold_ms, speculative_tts=speculative_tts, tool_reason=tool_reason, stt=stt,
+            stt_early_final=stt_early_final, stt_beam=stt_beam, stt_lm=stt_lm, vad=vad, vad_stop_ms=vad_stop_ms,
+            vad_start_ms=vad_start_ms, turn=turn, preemptive=preemptive, greeting=greeting,
+            keep_leading_ms=keep_leading_ms, barge_in=barge_in)
         check_engine(cfg)  # the same validation as run and sweep
-        options = ServeOptions(pipeline=cfg, max_sessions=max_sessions, runs_dir=runs_dir,
+        options = ServeOptions(pipeline=cfg, max_sessions=max_sessions, runs_dir=out,
                                allowed_origins=tuple(allow_origin or ()))
     except (PipelineConfigError, GateConfigError, ServeError, CheckpointError, EngineSpecError) as e:
         fail(str(e))
     if not 0 < port < 65536:
         fail(f"port: {port} is not a TCP port")
     quiet_pipecat_logs("WARNING")
+    import uvicorn  # the server and the models load only once the options are known to be good
+
+    from voicelab.pipeline.resources import ResourcePool
+    from voicelab.web.app import create_app
+
     pool = ResourcePool()
     typer.echo(f"loading {cfg.engine_label()} ({cfg.sampler or 'default sampler'}) and the Piper voice…")
     try:

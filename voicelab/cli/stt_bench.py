@@ -8,20 +8,16 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from voicelab.cli.common import fail
-from voicelab.fixtures.format import FixtureError
-from voicelab.runs.folder import versions, write_json
-from voicelab.speech import bench
-from voicelab.speech.whisper import RecognizerError
+
+SYSTEMS = ("whisper", "whisper+lm", "moonshine", "pocketsphinx")  # == voicelab.speech.SYSTEMS (a test checks)
 
 
 def bench_stt(
     fixtures: Annotated[list[str] | None, typer.Argument(help="fixture names (default: every fixture)")] = None,
-    systems: Annotated[str, typer.Option(help=f"comma-separated, of {', '.join(bench.SYSTEMS)}")]
-    = ",".join(bench.SYSTEMS),
+    systems: Annotated[str, typer.Option(help=f"comma-separated, of {', '.join(SYSTEMS)}")]
+    = ",".join(SYSTEMS),
     threads: Annotated[int, typer.Option(help="CPU threads for Whisper and Moonshine")] = 2,
     out: Annotated[Path | None, typer.Option(help="also write the JSON result (summary and every turn) here")]
     = None,
@@ -29,6 +25,14 @@ def bench_stt(
 ) -> None:
     """Word error rate and time per pass of each recogniser on every caller turn, split into synthetic and real
     voices: the measurement behind the default STT."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from voicelab.fixtures.format import FixtureError
+    from voicelab.runs.folder import versions, write_json
+    from voicelab.speech import bench
+    from voicelab.speech.whisper import RecognizerError
+
     if threads < 1:
         fail("--threads must be at least 1")
     console = Console(stderr=True)

@@ -1,4 +1,4 @@
-"""The event rows of DESIGN.md §3: schema, payload contract and JSON-lines I/O.
+"""The event rows of docs/metrics.md: schema, payload contract and JSON-lines I/O.
 
 Pure Python (no pipecat, no torch). Every observer writes `Event`s; `voicelab.measure.metrics` reads them.
 
@@ -50,7 +50,7 @@ class EventKind(StrEnum):
     ENGINE_DONE = "engine_done"  # payload: tokens, steps, forwards, cancelled
     GATE_COMMIT = "gate_commit"  # payload: chunk_id, text, start_char, end_char, tokens_end, policy
     TOOL_CALL = "tool_call"  # payload: name, args, raw, start_char, end_char
-    # speculative synthesis (issue 11.3): a chunk not committed yet sent to TTS, its audio held
+    # speculative synthesis: a chunk not committed yet sent to TTS, its audio held
     SPECULATIVE_REQUEST = "speculative_request"  # payload: spec_id, text, start_char, end_char, confidence
     SPECULATIVE_RESULT = "speculative_result"  # payload: spec_id, outcome (hit | drop), reason, chunk_id, tts_ms_saved
     # output side
@@ -62,7 +62,7 @@ class EventKind(StrEnum):
     PLAYOUT_PAUSE = "playout_pause"  # the speaker held the bot's audio (t: its last handed-over sample); payload: reason
     PLAYOUT_RESUME = "playout_resume"  # paused audio continues (t: its next sample); payload: gap_ms, reason
     PAUSE_DECISION = "pause_decision"  # a paused bot's verdict; payload: action, reason, text, interruption_p, ...
-    BOT_AUDIBLE_ONSET = "bot_audible_onset"  # acoustic, from the output side (onset rule of DESIGN §4)
+    BOT_AUDIBLE_ONSET = "bot_audible_onset"  # acoustic, from the output side (the onset rule, docs/metrics.md)
     BOT_AUDIBLE_END = "bot_audible_end"
     BOT_STARTED_SPEAKING = "bot_started_speaking"  # pipecat frames
     BOT_STOPPED_SPEAKING = "bot_stopped_speaking"

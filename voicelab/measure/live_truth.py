@@ -2,8 +2,8 @@
 
 A live caller has no fixture truth, so the reference is the server-side recording: its left channel holds
 the caller's microphone audio as the server received it, each frame placed at its arrival time on the call
-clock. A live turn (`voicelab.web.session.LiveCallLog`: from the VAD's first start to pipecat's turn end)
-gets the acoustic start and end (the onset rule of DESIGN.md §4, `voicelab.measure.onset.segments`) of the
+clock. A live turn (`voicelab.web.calllog.LiveCallLog`: from the VAD's first start to pipecat's turn end)
+gets the acoustic start and end (the onset rule (docs/metrics.md), `voicelab.measure.onset.segments`) of the
 speech stretches of that channel which begin inside the turn's window. These become the call's
 `utterances` (calls/<id>.json, `voicelab.measure.truth.call_truth_dict`) and its `caller_speech_start/end`
 rows, so `summarize` and the truth analyzer read a live call exactly as they read a fixture call.

@@ -1,4 +1,4 @@
-"""The figures of DESIGN.md §4 and the summary.json of §7, as pure functions of event rows.
+"""The figures of docs/metrics.md and summary.json, as pure functions of event rows.
 
 No pipecat, no torch. Inputs are `voicelab.measure.events.Event`s of one or more calls (the fixture's ground truth
 is in them as caller_speech_* rows); the turn attribution contract is in `voicelab.measure.events`.
@@ -32,7 +32,10 @@ Per turn (`turn_table`), with t(kind) the call-clock time of the named event of 
   away unheard (drop). None when the reply speculated nothing.
 - first_token_ms / first_token_to_audio_ms / output_tokens_per_s: the engine's first visible token (the first
   engine_snapshot with non-empty text) after its llm_request (TTFT), that token to the first tts_first_audio of
-  the reply (the part of FAR the gate controls; DESIGN.md §4), and output tokens/s after it (`_engine_timing`).
+  the reply (the part of FAR the gate controls; docs/metrics.md), and output tokens/s after it (`_engine_timing`).
+Each definition is one step below, testable alone: `_attributed_reply` (which rows answer a turn), `_onset`,
+`_anchors` and `_critical_path` (the FAR breakdown), `_stop_latency`, `_heard`, `_revisions`, `_preemptive`,
+`_engine_figures`, `_speculative`; `_turn_row` only assembles them.
 Percentiles interpolate linearly between order statistics; a figure without samples is None, never 0.
 """
 
@@ -231,6 +234,7 @@ def _heard(reply: list[Event]) -> tuple[int | None, int, bool]:
 
 
 def _revisions(reply: list[Event]) -> RevisionCounts | None:
+    """The reply's text revisions classified by `RevisionTracker`; None when no engine snapshot was logged."""
     if not any(e.kind == K.ENGINE_SNAPSHOT for e in reply):
         return None
     tr = RevisionTracker()
@@ -249,29 +253,78 @@ def _revisions(reply: list[Event]) -> RevisionCounts | None:
     return tr.counts
 
 
-def _turn_row(call_id: str, turn: int, evs: list[Event]) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class _Utterance:
+    """One caller utterance as the fixture logged it (caller_speech_start / _end of its turn)."""
+
+    start: int | None  # true speech onset, ns
+    end: int | None  # true speech end, ns
+    expect: Any = None  # "interrupt" | "no_interrupt" | None
+    text: Any = None  # what the caller said
+    expect_reply: Any = None  # the answer the fixture scores the reply against
+
+
+@dataclass(frozen=True, slots=True)
+class _Anchors:
+    """Call-clock times (ns) of one reply's steps as logged, before the critical path orders them."""
+
+    turn_end: int | None  # the first turn_end
+    llm_request: int | None  # the last llm_request at or before the first gate_commit
+    stt_end: int | None  # llm_request, else the first stt_final
+    commit: int | None  # the first gate_commit
+    tts_request: int | None  # the first tts_request
+    tts_first_audio: int | None  # tts_first_audio of that request's chunk, else the first one
+    vad_stop: int | None = None  # the VAD's last stop at or before turn_end
+    stt_final: int | None = None  # the recogniser's last final reading at or before turn_end
+
+
+def _utterance(evs: list[Event], turn: int) -> _Utterance:
+    """The caller's utterance of `turn`: its first caller_speech_start (with expect, text, expect_reply) and
+    its first caller_speech_end."""
     caller = [e for e in evs if e.turn == turn and e.kind in (K.CALLER_SPEECH_START, K.CALLER_SPEECH_END)]
     start_e = _first(caller, K.CALLER_SPEECH_START)
-    speech_start, speech_end = _t(start_e), _t(_first(caller, K.CALLER_SPEECH_END))
-    expect = start_e.payload.get("expect") if start_e is not None else None
-    said = start_e.payload.get("text") if start_e is not None else None
-    expect_reply = start_e.payload.get("expect_reply") if start_e is not None else None
-    heard_text = " ".join(str(e.payload.get("text", "")) for e in evs
-                          if e.turn == turn and e.kind == K.STT_FINAL).strip()
-    stt_finals = any(e.turn == turn and e.kind == K.STT_FINAL for e in evs)
+    end = _t(_first(caller, K.CALLER_SPEECH_END))
+    if start_e is None:
+        return _Utterance(None, end)
+    p = start_e.payload
+    return _Utterance(start_e.t_ns, end, p.get("expect"), p.get("text"), p.get("expect_reply"))
+
+
+def _attributed_reply(evs: list[Event], turn: int) -> list[Event]:
+    """Reply attribution: the rows of the reply that answers caller turn `turn`.
+
+    Every row logged with that turn except the caller's own speech rows (the events contract attributes
+    the whole reply path to the turn it answers). When preemptive generation withdrew a reply (a
+    preempt_result with outcome miss), that reply never reached the caller: its llm_request, engine,
+    gate_commit and tts rows logged before the last miss are dropped so the reply that did is timed.
+    """
     reply = [e for e in evs if e.turn == turn and e.kind not in (K.CALLER_SPEECH_START, K.CALLER_SPEECH_END)]
-    # preemptive generation: hit when a reply started before the turn end was kept; miss when all were dropped
+    misses = [e.t_ns for e in reply if e.kind == K.PREEMPT_RESULT and e.payload.get("outcome") == "miss"]
+    if misses:
+        stale = (K.LLM_REQUEST, K.GATE_COMMIT, K.TTS_REQUEST, K.TTS_FIRST_AUDIO, K.ENGINE_SNAPSHOT, K.ENGINE_DONE)
+        reply = [e for e in reply if not (e.kind in stale and e.t_ns < max(misses))]
+    return reply
+
+
+def _preemptive(reply: list[Event]) -> tuple[str | None, float]:
+    """(outcome, wasted engine ms) of preemptive generation for one reply.
+
+    The outcome is "hit" when a reply started before the turn end was kept (any preempt_result hit), "miss"
+    when all were dropped, None when nothing was generated early; wasted sums the rows' wasted_engine_ms.
+    """
     outcomes = [e for e in reply if e.kind == K.PREEMPT_RESULT]
     preempt = None
     if outcomes:
         preempt = "hit" if any(e.payload.get("outcome") == "hit" for e in outcomes) else "miss"
-    wasted = sum(float(e.payload.get("wasted_engine_ms") or 0.0) for e in outcomes)
-    misses = [e.t_ns for e in outcomes if e.payload.get("outcome") == "miss"]
-    if misses:  # a withdrawn reply's steps never reached the caller: time the reply that did
-        stale = (K.LLM_REQUEST, K.GATE_COMMIT, K.TTS_REQUEST, K.TTS_FIRST_AUDIO, K.ENGINE_SNAPSHOT, K.ENGINE_DONE)
-        reply = [e for e in reply if not (e.kind in stale and e.t_ns < max(misses))]
+    return preempt, sum(float(e.payload.get("wasted_engine_ms") or 0.0) for e in outcomes)
 
-    # the reply's acoustic onset; rows the output side could not attribute (turn -1) are matched by time
+
+def _onset(reply: list[Event], evs: list[Event]) -> Event | None:
+    """The reply's acoustic onset: the first bot sample heard (the reply's first bot_audible_onset).
+
+    When the output side could not attribute it (turn -1), the first unattributed bot_audible_onset at or
+    after the reply began to play (its first playout_start, else its first tts_first_audio) is taken.
+    """
     onset_e = _first(reply, K.BOT_AUDIBLE_ONSET)
     if onset_e is None:
         heard_from = _t(_first(reply, K.PLAYOUT_START))
@@ -279,14 +332,14 @@ def _turn_row(call_id: str, turn: int, evs: list[Event]) -> dict[str, Any]:
             heard_from = _t(_first(reply, K.TTS_FIRST_AUDIO))
         if heard_from is not None:
             onset_e = _first(evs, K.BOT_AUDIBLE_ONSET, lambda e: e.turn == -1 and e.t_ns >= heard_from)
-    onset = _t(onset_e)
+    return onset_e
 
-    commit_e = _first(reply, K.GATE_COMMIT)
-    commit = _t(commit_e)
+
+def _anchors(reply: list[Event]) -> _Anchors:
+    """The logged times of the reply's steps that bound the critical-path parts (see `_Anchors`)."""
+    commit = _t(_first(reply, K.GATE_COMMIT))
     requests = [e for e in reply if e.kind == K.LLM_REQUEST and (commit is None or e.t_ns <= commit)]
     llm_request = requests[-1].t_ns if requests else None
-    turn_end = _t(_first(reply, K.TURN_END))
-    stt_end = llm_request if llm_request is not None else _t(_first(reply, K.STT_FINAL))
     tts_req_e = _first(reply, K.TTS_REQUEST)
     tts_first_e = None
     if tts_req_e is not None:
@@ -294,47 +347,132 @@ def _turn_row(call_id: str, turn: int, evs: list[Event]) -> dict[str, Any]:
         tts_first_e = _first(reply, K.TTS_FIRST_AUDIO, lambda e: e.payload["chunk_id"] == cid)
     if tts_first_e is None:
         tts_first_e = _first(reply, K.TTS_FIRST_AUDIO)
-    tts_first = _t(tts_first_e)
-    first_tok, first_tok_ms, out_tps = _engine_timing(reply, llm_request)
-    first_tok_to_audio = _ms(first_tok, tts_first)  # raw times: the part of FAR the gate controls
+    turn_end = _t(_first(reply, K.TURN_END))
 
-    # the parts follow the critical path: a step that ran ahead of the previous one (a preemptive reply
-    # generated while the turn was being decided) costs nothing on it, so the parts still add up to FAR
-    turn_end, stt_end, commit, tts_req_t, tts_first = _monotone(speech_end, turn_end, stt_end, commit,
-                                                                _t(tts_req_e), tts_first, onset)
-    far = _ms(speech_end, onset)
-    stop = None
-    if expect == "interrupt" and speech_start is not None:
-        ends = [e.t_ns for e in evs if e.kind == K.BOT_AUDIBLE_END and e.turn < turn
-                and e.t_ns >= speech_start and (onset is None or e.t_ns <= onset)]
-        stop = _ms(speech_start, max(ends)) if ends else None
+    def last_before_end(kind: str) -> int | None:
+        times = [e.t_ns for e in reply if e.kind == kind and (turn_end is None or e.t_ns <= turn_end)]
+        return max(times) if times else None
 
+    return _Anchors(turn_end=turn_end, vad_stop=last_before_end(K.VAD_STOP),
+                    stt_final=last_before_end(K.STT_FINAL), llm_request=llm_request,
+                    stt_end=llm_request if llm_request is not None else _t(_first(reply, K.STT_FINAL)),
+                    commit=commit, tts_request=_t(tts_req_e), tts_first_audio=_t(tts_first_e))
+
+
+FAR_PARTS = ("endpointing_ms", "stt_ms", "engine_first_commit_ms", "gate_to_tts_ms", "tts_first_audio_ms",
+             "playout_ms")  # add up to far_ms
+ENDPOINTING_PARTS = ("vad_stop_ms", "stt_final_wait_ms", "rule_wait_ms")  # add up to endpointing_ms
+
+
+def _critical_path(speech_end: int | None, at: _Anchors, onset: int | None) -> dict[str, float | None]:
+    """The FAR breakdown: endpointing, stt, engine_first_commit, gate_to_tts, tts_first_audio, playout (ms).
+
+    Consecutive intervals speech end -> turn_end -> stt end -> commit -> tts_request -> tts_first_audio
+    -> onset. Each anchor is first clamped to no earlier than the one before it and no later than the
+    onset: a step that ran ahead of the previous one (a preemptive reply generated while the turn was
+    being decided) costs nothing on the critical path, so when every anchor exists the parts add up to FAR.
+
+    Endpointing itself is split where the time goes: `vad_stop_ms` (speech end -> the VAD's stop),
+    `stt_final_wait_ms` (-> the recogniser's final reading, when it lands after the stop) and `rule_wait_ms`
+    (-> the turn rule's verdict); the three add up to `endpointing_ms` (None where a run logged no VAD stop).
+    """
+    turn_end, stt_end, commit, tts_req, tts_first = _monotone(speech_end, at.turn_end, at.stt_end, at.commit,
+                                                              at.tts_request, at.tts_first_audio, onset)
+    vad_stop, final = _monotone(speech_end, at.vad_stop, at.stt_final, turn_end)[:2] if turn_end else (None, None)
+    if at.vad_stop is None:
+        vad_stop = final = None
+    elif at.stt_final is None:
+        final = vad_stop
+    return {
+        "endpointing_ms": _r(_ms(speech_end, turn_end)),
+        "vad_stop_ms": _r(_ms(speech_end, vad_stop)),
+        "stt_final_wait_ms": _r(_ms(vad_stop, final)),
+        "rule_wait_ms": _r(_ms(final, turn_end)),
+        "stt_ms": _r(_ms(turn_end, stt_end)),
+        "engine_first_commit_ms": _r(_ms(stt_end, commit)),
+        "gate_to_tts_ms": _r(_ms(commit, tts_req)),
+        "tts_first_audio_ms": _r(_ms(tts_req, tts_first)),
+        "playout_ms": _r(_ms(tts_first, onset)),
+    }
+
+
+def _false_cut_in(said: _Utterance, onset: int | None) -> bool:
+    """The bot's audio started inside the caller's speech of this turn: a reply to half a sentence."""
+    return (onset is not None and said.start is not None and said.end is not None
+            and said.start <= onset < said.end)
+
+
+def _stop_latency(evs: list[Event], turn: int, said: _Utterance, onset: int | None) -> float | None:
+    """Barge-in stop latency (ms) of an expect="interrupt" utterance, else None.
+
+    The last bot_audible_end of an earlier turn's reply at or after the caller's speech onset (and no later
+    than this turn's own reply onset), minus that onset; None when the bot was not audible after it.
+    """
+    if said.expect != "interrupt" or said.start is None:
+        return None
+    ends = [e.t_ns for e in evs if e.kind == K.BOT_AUDIBLE_END and e.turn < turn
+            and e.t_ns >= said.start and (onset is None or e.t_ns <= onset)]
+    return _ms(said.start, max(ends)) if ends else None
+
+
+def _stt_figures(evs: list[Event], turn: int, said: Any) -> dict[str, Any]:
+    """stt_text (the turn's stt_final texts joined) and stt_wer against what the caller said; None each
+    without an stt_final (stt_wer also None without a fixture text)."""
+    finals = [e for e in evs if e.turn == turn and e.kind == K.STT_FINAL]
+    if not finals:
+        return {"stt_text": None, "stt_wer": None}
+    heard_text = " ".join(str(e.payload.get("text", "")) for e in finals).strip()
+    return {"stt_text": heard_text,
+            "stt_wer": _r(word_error_rate(said, heard_text), 3) if isinstance(said, str) and said else None}
+
+
+def _engine_figures(reply: list[Event], at: _Anchors) -> dict[str, Any]:
+    """The engine's own figures, off the critical path: timed from its llm_request, plus engine_done's counts.
+
+    first_token_to_audio_ms runs from the first visible token to the logged tts_first_audio (the part of
+    FAR the gate controls); first_commit_ms to the logged first gate_commit.
+    """
+    first_tok, first_tok_ms, out_tps = _engine_timing(reply, at.llm_request)
     done_e = _first(reply, K.ENGINE_DONE)
+    return {
+        "first_snapshot_ms": _r(_ms(at.llm_request, _t(_first(reply, K.ENGINE_SNAPSHOT)))),
+        "first_token_ms": _r(first_tok_ms),  # the engine's TTFT: its request to its first visible text
+        "first_token_to_audio_ms": _r(_ms(first_tok, at.tts_first_audio)),
+        "output_tokens_per_s": _r(out_tps, 2),
+        "first_commit_ms": _r(_ms(at.llm_request, at.commit)),
+        "engine_ms": _r(_ms(at.llm_request, _t(done_e))),
+        "tokens": None if done_e is None else done_e.payload.get("tokens"),
+        "steps": None if done_e is None else done_e.payload.get("steps"),
+        "forwards": None if done_e is None else done_e.payload.get("forwards"),
+        "cancelled": None if done_e is None else bool(done_e.payload.get("cancelled", False)),
+    }
+
+
+def _turn_row(call_id: str, turn: int, evs: list[Event]) -> dict[str, Any]:
+    """One row of `turn_table` (without the per-call columns): the utterance, its reply and every figure."""
+    said = _utterance(evs, turn)
+    reply = _attributed_reply(evs, turn)
+    onset = _t(_onset(reply, evs))
+    far = _ms(said.end, onset)
+    preempt, wasted = _preemptive(reply)
     heard_errors, played_words, cut = _heard(reply)
     rev = _revisions(reply)
+    at = _anchors(reply)
+    answered = next((e for e in reversed(reply) if e.kind == K.ENGINE_DONE and not e.payload.get("cancelled")),
+                    None)
     return {
         "call_id": call_id,
         "turn": turn,
-        "expect": expect,
+        "expect": said.expect,
         "far_ms": _r(far),
-        # the bot's audio started inside the caller's speech of this turn: a reply to half a sentence
-        "false_cut_in": (onset is not None and speech_start is not None and speech_end is not None
-                         and speech_start <= onset < speech_end),
-        **_answer(next((e for e in reversed(reply) if e.kind == K.ENGINE_DONE and not e.payload.get("cancelled")),
-                       None), expect_reply),
+        "false_cut_in": _false_cut_in(said, onset),
+        **_answer(answered, said.expect_reply),
         "preemptive": preempt,
         "preempt_wasted_ms": _r(wasted) if preempt is not None else None,
-        "stt_text": heard_text if stt_finals else None,
-        "stt_wer": (_r(word_error_rate(said, heard_text), 3)
-                    if stt_finals and isinstance(said, str) and said else None),
-        "endpointing_ms": _r(_ms(speech_end, turn_end)),
-        "stt_ms": _r(_ms(turn_end, stt_end)),
-        "engine_first_commit_ms": _r(_ms(stt_end, commit)),
-        "gate_to_tts_ms": _r(_ms(commit, tts_req_t)),
-        "tts_first_audio_ms": _r(_ms(tts_req_t, tts_first)),
-        "playout_ms": _r(_ms(tts_first, onset)),
-        "stop_latency_ms": _r(stop),
-        "recovery_ms": _r(far) if expect == "interrupt" else None,
+        **_stt_figures(evs, turn, said.text),
+        **_critical_path(said.end, at, onset),
+        "stop_latency_ms": _r(_stop_latency(evs, turn, said, onset)),
+        "recovery_ms": _r(far) if said.expect == "interrupt" else None,
         "interrupted": cut,
         "heard_word_errors": heard_errors,
         "false_barge_in": None,  # filled per call in turn_table
@@ -342,16 +480,7 @@ def _turn_row(call_id: str, turn: int, evs: list[Event]) -> dict[str, Any]:
         "churn": None if rev is None else rev.churn,
         "post_synthesis": None if rev is None else rev.post_synthesis,
         "audible": None if rev is None else rev.audible,
-        "first_snapshot_ms": _r(_ms(llm_request, _t(_first(reply, K.ENGINE_SNAPSHOT)))),
-        "first_token_ms": _r(first_tok_ms),  # the engine's TTFT: its request to its first visible text
-        "first_token_to_audio_ms": _r(first_tok_to_audio),
-        "output_tokens_per_s": _r(out_tps, 2),
-        "first_commit_ms": _r(_ms(llm_request, _t(commit_e))),  # the engine's own, off the critical path
-        "engine_ms": _r(_ms(llm_request, _t(done_e))),
-        "tokens": None if done_e is None else done_e.payload.get("tokens"),
-        "steps": None if done_e is None else done_e.payload.get("steps"),
-        "forwards": None if done_e is None else done_e.payload.get("forwards"),
-        "cancelled": None if done_e is None else bool(done_e.payload.get("cancelled", False)),
+        **_engine_figures(reply, at),
         "chunks": sum(1 for e in reply if e.kind == K.GATE_COMMIT),
         "errors": sum(1 for e in reply if e.kind == K.ERROR),
         **_speculative(reply),
@@ -501,7 +630,7 @@ def _truth_p95(rows: list[dict[str, Any]], truth: Iterable[Mapping[str, Any]] | 
 
 def summarize(events: Iterable[Event], config: Mapping[str, Any],
               truth: Iterable[Mapping[str, Any]] | None = None) -> dict[str, Any]:
-    """summary.json of DESIGN.md §7 for one configuration.
+    """summary.json (docs/metrics.md) for one configuration.
 
     `config` gives run_id, engine, sampler and policy. `truth` holds the WAV analyzer's rows (call_id,
     turn, far_ms, stop_latency_ms); without it the truth figures are None.

@@ -1,4 +1,4 @@
-"""Acoustic onset and offset of speech in a mono clip (the rule of DESIGN.md §4).
+"""Acoustic onset and offset of speech in a mono clip (the onset rule of docs/metrics.md).
 
 The rule is pipecat's TTFA onset detector (``pipecat.audio.utils.detect_speech_onset``):
 RMS of a 10 ms window (mean removed, so a DC offset carries no energy), centred on every

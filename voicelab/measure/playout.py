@@ -1,7 +1,7 @@
 """Playout: when the bot's audio was heard, chunk by chunk and word by word (plain Python + numpy).
 
 `PlayoutLedger` is the one record of playout for every output side (the recorded call, the browser);
-`AudibleTracker` runs the onset rule of DESIGN.md §4 incrementally over the bot's growing track;
+`AudibleTracker` runs the onset rule (docs/metrics.md) incrementally over the bot's growing track;
 `turn_at` attributes a moment of bot audio to the reply turn whose playout mark precedes it.
 """
 

@@ -1,9 +1,9 @@
-"""Measurement truth (DESIGN.md §5): FAR and barge-in stop latency re-derived from the recorded audio alone.
+"""Measurement truth (docs/metrics.md): FAR and barge-in stop latency re-derived from the recorded audio alone.
 
 The analyzer trusts nothing the pipeline logged. It reads only a run's `calls/<call_id>.wav` (stereo, left =
 caller as played in, right = bot as heard, sample 0 = call start) and `calls/<call_id>.json` (the fixture's
 ground truth of each caller utterance on the call clock), and finds the bot's onsets and offsets on the right
-channel with the onset rule of DESIGN.md §4 (`voicelab.measure.onset`). `compare` then sets these figures beside the
+channel with the onset rule (docs/metrics.md) (`voicelab.measure.onset`). `compare` then sets these figures beside the
 event-derived ones (`voicelab.measure.metrics.turn_table`); `voicelab.measure.metrics.summarize(events, config, truth=rows)`
 turns the rows into `truth.far_abs_diff_ms_p95` / `truth.stop_abs_diff_ms_p95`.
 
@@ -43,7 +43,7 @@ from voicelab.measure import onset
 from voicelab.measure.events import Event, read_events
 from voicelab.measure.metrics import percentile, turn_table
 
-GOAL_MS = 20.0  # DESIGN §5: events and WAV agree within this at p95
+GOAL_MS = 20.0  # docs/metrics.md: events and WAV agree within this at p95
 EXPECTS = (None, "interrupt", "no_interrupt")
 
 

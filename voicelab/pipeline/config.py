@@ -26,11 +26,11 @@ STREAMED_STT = ("whisper", "moonshine")  # whole-utterance recognizers behind vo
 STT_HELP = ("whisper (tiny.en from a package, streamed passes), moonshine (Moonshine base from a package, the same "
             "passes: more accurate on real voices, ~3x the cost), pocketsphinx (streaming, fast, inaccurate) or "
             "transcript (the fixture's own text: STT out of the budget)")
-BARGE_IN_HELP = ("pause (the VAD pauses the bot, then stop or resume: voicelab.pipeline.turns.barge_in_strategy), vad (any "
+BARGE_IN_HELP = ("pause (the VAD pauses the bot, then its words decide: stop for good or resume), vad (any "
                  "speech stops the bot) or words:N (N recognised words while the bot talks)")
 TURN_HELP = ("decide (smart-turn on the audio and the tiny decision model on the words, re-scored as the "
-             "silence grows; voicelab/rules/turn_end.py), smart[:S] (smart-turn v3 after the VAD stop; an "
-             "unfinished-sounding turn ends after S s of silence, default 2) or timeout:S (S seconds of silence)")
+             "silence grows), smart[:MS] (smart-turn v3 after the VAD stop; an unfinished-sounding turn ends "
+             "after MS of silence, default 2000) or timeout:MS (a fixed silence)")
 
 
 DEFAULT_GREETING = "Riverside Bike Works, how can I help?"
@@ -39,6 +39,7 @@ FIXED_DECODING = ("openai", "mercury", "profile")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+MIN_TURN_MS = 50  # a turn silence below this is a value given in seconds
 CLIP_GRID_UNIT_MS = 160  # lcm(20 ms player frames, 32 ms Silero windows)
 
 
@@ -69,7 +70,7 @@ class PipelineConfig:
     # pipecat's default. 0.12 s ended 80 ms sooner but Silero can hear a soft last consonant under noise as 120 ms
     # of silence: the final pass then reads a cut word ("and so my fellow america", judged complete) (README)
     vad_stop_secs: float = 0.2
-    barge_in: str = "pause"  # measured (issue 11): stop 247 ms, 0 false barge-ins; words:3 stopped in ~780 ms
+    barge_in: str = "pause"  # measured: stop 247 ms, 0 false barge-ins; words:3 stopped in ~780 ms
     turn: str = "decide"
     # start the engine at the VAD stop, held until the turn is confirmed; off by default because on a 2-core
     # CPU it competes with the final recognition pass (measured: FAR p50 94 ms worse, README)
@@ -146,7 +147,8 @@ class PipelineConfig:
         return int(n)
 
     def turn_timeout(self) -> tuple[str, float]:
-        """("decide", 0), ("smart", max silence for an unfinished turn) or ("timeout", silence timeout), in s."""
+        """("decide", 0), ("smart", max silence for an unfinished turn) or ("timeout", silence timeout), in s;
+        the spec gives milliseconds (`timeout:600`), like every duration the lab takes."""
         kind, _, s = self.turn.partition(":")
         if kind == "decide" and not s:
             return "decide", 0.0
@@ -158,7 +160,10 @@ class PipelineConfig:
             value = -1.0
         if kind not in ("smart", "timeout") or value <= 0:
             raise PipelineConfigError(f"turn: '{self.turn}' is not {TURN_HELP}")
-        return kind, value
+        if value < MIN_TURN_MS:
+            raise PipelineConfigError(f"turn: '{self.turn}': the silence is in milliseconds ({kind}:"
+                                      f"{value * 1000:g} for {value:g} s)")
+        return kind, value / 1000.0
 
     def engine_label(self) -> str:
         """diffusion, ar, replay, the folder's name, or KIND-NAME for HTTP and profile specs (folder-safe)."""

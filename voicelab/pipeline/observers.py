@@ -1,4 +1,4 @@
-"""The pipecat observer that logs the frames no processor of ours owns (DESIGN.md §3).
+"""The pipecat observer that logs the frames no processor of ours owns (docs/metrics.md).
 
 VAD, turn end, transcripts, interruptions and pipecat's bot speaking frames become event rows of the
 call's `voicelab.measure.calllog.CallLog`.

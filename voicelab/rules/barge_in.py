@@ -46,7 +46,17 @@ fragment has yielded the floor, which is how people resolve overlapping talk: on
 beat or two and the other carries on (Schegloff 2000, "Overlapping talk and the organization of
 turn-taking"). A short complete interruption ("wait", "stop", "hold on", "no no", "excuse me": P(complete)
 0.77-1.0) still stops the bot, and three words or more are a sentence whatever their grammar (the word
-rule's and pipecat's min-words threshold). The model errs here too: it calls "stop it" (0.41), "wait what"
+rule's and pipecat's min-words threshold), provided the caller spoke long enough to say them.
+
+Words are counted only as far as the speech could hold them. The recogniser invents words on a short sound:
+"mhm" said over a readback came out "i make him" (three words, P(interruption) 0.85, P(complete) 0.01) and the
+bot dropped its reply; espeak-ng's "mhm" on a clean line reads "let me turn". A word count is a proxy for how
+much the caller said, and the speech's length measures that directly: a reading counts as at most as many words
+as the speech holds at a fast conversational rate (`sentence_words_per_s`, 5 words a second: fast speech is
+~4-5, the plausibility test's 6 is the ceiling). So a final reading that is not a whole utterance (P(complete)
+< 0.5) from speech too short for three words (under 0.6 s: a backchannel, which lasts a few hundred ms) is a
+fragment like "i b", and the bot resumes; the same three words over 0.7 s of speech ("can you check my") still
+stop it. A short whole utterance ("wait", "stop it", "hold on": P(complete) >= 0.5) stops it as before. The model errs here too: it calls "stop it" (0.41), "wait what"
 (0.29) and "nope" (0.03) fragments, so on those the bot resumes; a caller who meant it says more, and the next
 pause hears them (a wrong RESUME can be undone, a wrong STOP cannot: below).
 
@@ -92,6 +102,9 @@ class PauseThresholds:
     # Silero's smoothing (0.24-0.6 s after the true onset in the default list's runs): it can be short by that
     speech_slack_ms: float = 250.0
     fragment_words: int = 2  # a final reading this short must be a whole utterance to stop the bot
+    # a reading counts as at most the words its speech holds at this (fast conversational) rate, so a short sound
+    # misread as three words is judged as a fragment; None: count the words as read (the rule before)
+    sentence_words_per_s: float | None = 5.0
 
     def __post_init__(self) -> None:
         if self.fragment_words < 0 or self.fragment_words >= self.safety_words:
@@ -103,6 +116,9 @@ class PauseThresholds:
         if not 0.5 <= self.stop_p <= 1.0 or self.safety_words < 1:
             raise ValueError(f"pause thresholds: stop_p must be in [0.5, 1] and safety_words >= 1, got "
                              f"stop_p={self.stop_p} safety_words={self.safety_words}")
+        if self.sentence_words_per_s is not None and self.sentence_words_per_s <= 0:
+            raise ValueError(f"pause thresholds: sentence_words_per_s must be > 0 or None, got "
+                             f"{self.sentence_words_per_s}")
         if not 0 <= self.settle_ms <= self.resume_ms <= self.max_hold_ms:
             raise ValueError(f"pause thresholds must satisfy 0 <= settle <= resume <= max_hold, got "
                              f"{self.settle_ms}, {self.resume_ms}, {self.max_hold_ms}")
@@ -124,7 +140,7 @@ def words_plausible(n_words: int, speech_ms: float | None, th: PauseThresholds =
 def decide_interruption(words: str, interruption_p: float | None, since_pause_ms: float, caller_speaking: bool,
                         th: PauseThresholds = PauseThresholds(), words_final: bool = True, *,
                         heard_words: int | None = None, awaiting_final_ms: float | None = None,
-                        complete_p: float | None = None) -> PauseDecision:
+                        complete_p: float | None = None, speech_ms: float | None = None) -> PauseDecision:
     """STOP, RESUME or WAIT for a bot paused at the caller's voice.
 
     words: the transcript heard since the pause (interim or final) that may be judged ("" when the reading
@@ -133,7 +149,8 @@ def decide_interruption(words: str, interruption_p: float | None, since_pause_ms
     the caller; words_final: the words are the recogniser's final reading, not a partial one; heard_words:
     the words recognised at all, judged or not (None: those of `words`); awaiting_final_ms: the time since
     the caller stopped while the final reading of their speech has not landed (None: none is on its way);
-    complete_p: the decision model's P(the words are a whole utterance) (None: not judged).
+    complete_p: the decision model's P(the words are a whole utterance) (None: not judged); speech_ms: how long
+    the caller spoke (None: unknown), which caps the words a reading counts as (`sentence_words_per_s`).
     The model's verdict decides only on a final reading (a partial misses the last words: "all" of "all
     right" reads as an interruption); without one, the partial's verdict is taken once the final is overdue
     and `resume_ms` has passed.
@@ -142,7 +159,10 @@ def decide_interruption(words: str, interruption_p: float | None, since_pause_ms
         raise ValueError(f"P(interruption) must be in [0, 1], got {interruption_p}")
     n = len(words.split())
     heard = n if heard_words is None else max(n, heard_words)
-    fragment = bool(n) and n <= th.fragment_words and words_final and complete_p is not None and complete_p < 0.5
+    said = n  # the words the caller can have said: no more than the speech holds at a fast rate
+    if speech_ms is not None and th.sentence_words_per_s is not None:
+        said = min(n, int(max(0.0, speech_ms) / 1000.0 * th.sentence_words_per_s))
+    fragment = bool(n) and said <= th.fragment_words and words_final and complete_p is not None and complete_p < 0.5
     if n and words_final and interruption_p is not None and interruption_p >= th.stop_p and not fragment:
         return PauseDecision(PauseAction.STOP, "the words are an interruption")
     if n >= th.safety_words:
@@ -232,7 +252,8 @@ class PausedBot:
              avg_logprob: float | None = None) -> None:
         """A (cumulative) transcript of the caller since the pause: interim (`final=False`) or final;
         `reliable`: it passes the recogniser's own decode-failure test (`words_reliable`); `complete`: words ->
-        P(a whole utterance), asked of a final reading of at most `fragment_words` words; `avg_logprob`: the
+        P(a whole utterance), asked of a final reading of at most `fragment_words` words (the strategy asks up
+        to `safety_words - 1`: a longer reading of short speech may be judged a fragment); `avg_logprob`: the
         recogniser's figure, kept for the log."""
         words = words.strip()
         self.words_final = final
@@ -258,7 +279,8 @@ class PausedBot:
         return decide_interruption(self.words if ok else "", self.interruption_p if ok else None,
                                    max(0.0, now_ms - self.paused_at_ms), self.caller_speaking, th,
                                    words_final=self.words_final, heard_words=len(self.words.split()),
-                                   awaiting_final_ms=awaiting, complete_p=self.complete_p if ok else None)
+                                   awaiting_final_ms=awaiting, complete_p=self.complete_p if ok else None,
+                                   speech_ms=self.speech_ms(now_ms))
 
 
 __all__ = ["BACKCHANNEL_MAX_WORDS", "Judge", "PauseAction", "PauseDecision", "PauseThresholds", "PausedBot",

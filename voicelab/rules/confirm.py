@@ -1,4 +1,4 @@
-"""Spoken confirmation of an unsure destructive tool call (issue 14 item 4, `--tool-reason confirm`).
+"""Spoken confirmation of an unsure destructive tool call.
 
 When the caller's words only partly ask for a cancel or reschedule (`voicelab.rules.tool_reason.judge` says
 `asked`), the call is not executed: the bot says `question(...)` instead of the rest of its reply ("cancel your

@@ -1,4 +1,4 @@
-"""Speculative synthesis bookkeeping (issue 11.3): which not-yet-committed chunks go to TTS early, and what
+"""Speculative synthesis bookkeeping: which not-yet-committed chunks go to TTS early, and what
 becomes of them.
 
 Pure Python, no pipecat, no torch. One `SpeculativeBook` per reply, kept beside that reply's `Gate`:

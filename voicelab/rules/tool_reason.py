@@ -1,4 +1,4 @@
-"""Tool calls need a reason (issue 14 item 4): may the pipeline execute this tool call?
+"""Tool calls need a reason: may the pipeline execute this tool call?
 
 A destructive tool call (`engines.shop.corpus.DESTRUCTIVE_TOOLS`: cancel, reschedule) is executed only with a
 reason, chosen by `PipelineConfig.tool_reason` (`voicelab run --tool-reason`):
@@ -10,7 +10,7 @@ reason, chosen by `PipelineConfig.tool_reason` (`voicelab run --tool-reason`):
 - `confirm`: as `words`, but a call the words only partly ask for (the tool's cue word said but not every value,
   or every value said but no cue word) is neither executed nor refused: it is `asked` (the bot says a
   confirmation question, `voicelab.rules.confirm`, and the caller's yes runs it); one with neither is refused;
-- `off`: every tool call is executed (the behaviour before issue 14).
+- `off`: every tool call is executed (the lab's behaviour before the rule).
 
 Other tool calls (book, order_status) change nothing that cannot be undone and are always executed. A refused
 call is not executed and not put back into the engine's history as done.

@@ -1,4 +1,4 @@
-"""The run folder (DESIGN.md §7): its layout, and the only code that writes it.
+"""The run folder (docs/metrics.md): its layout, and the only code that writes it.
 
     RUN/config.json        everything needed to repeat the run (package versions, host, command)
     RUN/events.jsonl       the event rows, appended as they happen (a crash keeps what happened)
@@ -20,8 +20,10 @@ import io
 import json
 import os
 import platform
+import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -56,7 +58,34 @@ def versions() -> dict[str, str | None]:
 
 
 def host() -> dict[str, Any]:
-    return {"cpu_count": os.cpu_count(), "platform": platform.platform(), "machine": platform.machine()}
+    """The machine a run's absolute figures belong to (they move 1.5x between two 2-core machines)."""
+    return {"cpu_count": os.cpu_count(), "platform": platform.platform(), "machine": platform.machine(),
+            "cpu_model": _cpu_model()}
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def source() -> dict[str, Any]:
+    """The commit of the code that made a run (None outside a git checkout) and whether it had local edits."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=5)
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+    if head.returncode != 0:
+        return {"commit": None, "dirty": None}
+    return {"commit": head.stdout.strip(), "dirty": bool(dirty.stdout.strip()) if dirty.returncode == 0 else None}
 
 
 @contextmanager
@@ -122,7 +151,8 @@ class RunFolder:
     def write_config(self, config: Mapping[str, Any], command: Sequence[str] = ()) -> dict[str, Any]:
         """config.json: the configuration plus what repeats it (versions, host, command line)."""
         out = {"run_id": self.run_id, **dict(config), "command": list(command), "versions": versions(),
-               "host": host()}
+               "host": host(), "source": source(),
+               "started_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
         write_json(self.path / CONFIG, out)
         return out
 

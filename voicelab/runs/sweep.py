@@ -5,7 +5,7 @@ defects per 100 spoken words.
 Layout of a sweep folder:
     OUT/sweep.json            the grid and its cells (rewritten at each start)
     OUT/cells/<cell_id>/...   one run folder per cell, written by the cell runner
-    OUT/matrix.json           list of the finished cells' summaries (DESIGN §7), with cell_id and label
+    OUT/matrix.json           list of the finished cells' summaries (docs/metrics.md), with cell_id and label
     OUT/pareto.csv, pareto.png
 
 A cell is **finished** when its folder holds a run folder with summary.json. A new start skips finished cells
@@ -50,14 +50,14 @@ from voicelab.runs.synthetic import synthetic_cell_runner
 
 LOCK = ".sweep.lock"  # holds the pid of the sweep writing this folder
 # answer accuracy (engines.shop.answers, against the fixtures' expect_reply) below this marks a configuration as
-# fast-but-wrong in the Pareto table and plot: issue 14's target for the bundled suite
+# fast-but-wrong in the Pareto table and plot: the answer-accuracy bar for the bundled suite
 ACCURACY_BAR = 0.95
 
 CONCURRENCY_NOTE_LOCAL = ("note: cells run one after another here; anything else busy on this machine (a training "
                           "job, another sweep) still shifts the latencies, so compare cells of one quiet sweep.")
 CONCURRENCY_NOTE_RAY = ("note: on Ray, cells that land on the same machine run at the same time and compete for "
                         "its CPUs: concurrent calls on one small machine disturb latencies. Give each cell a whole "
-                        "node (--cpus-per-cell) or compare only latencies measured alone.")
+                        "node (--cpus-per-task) or compare only latencies measured alone.")
 
 
 # ---- running ---------------------------------------------------------------------------------------------

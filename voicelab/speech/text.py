@@ -67,6 +67,7 @@ _ORDINALS = {"first": "1st", "second": "2nd", "third": "3rd", "fourth": "4th", "
              "sixteenth": "16th", "seventeenth": "17th", "eighteenth": "18th", "nineteenth": "19th",
              "twentieth": "20th", "thirtieth": "30th"}
 _AMPM = re.compile(r"\b([ap])\.\s?m\.?(?=\W|$)")
+_ZERO_MINUTES = re.compile(r"(?<=\d):00(?=\s?[ap]\.?\s?m\b)")  # "2:00 PM" -> "2 pm", as "two p m" reads
 _GLUED_AMPM = re.compile(r"(?<=\d)(?=[ap]m\b)")  # "10am" -> "10 am", as the callers write it
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 _SPLIT = re.compile(r"[-:/]")
@@ -76,6 +77,7 @@ _DROP = re.compile(r"[^\w\s'%&]")  # apostrophes stay: "i'm", "o'clock"
 def recognizer_text(raw: str) -> str:
     """'Hi, can I book 3:30 p.m. on Friday?' -> 'hi can i book 3 30 pm on friday'."""
     t = raw.lower()
+    t = _ZERO_MINUTES.sub("", t)
     t = _AMPM.sub(r"\1m", t)
     t = _GLUED_AMPM.sub(" ", t)
     t = _THOUSANDS.sub("", t)

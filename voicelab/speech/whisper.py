@@ -48,6 +48,7 @@ from faster_whisper.tokenizer import Tokenizer
 from faster_whisper.transcribe import get_suppressed_tokens
 
 from voicelab.speech.caller_lm import CallerLM
+from voicelab.speech.reliability import unreliable_reason
 from voicelab.speech.text import recognizer_text
 
 SAMPLE_RATE = 16000
@@ -88,6 +89,18 @@ class Transcript:
     audio_s: float  # seconds of audio the pass covered
     raw: str = ""  # the model's own text
     windows: tuple[WindowScore, ...] = ()  # per decoded window, in order (empty: not measured)
+
+    def unreliable_reason(self, speech_s: float | None = None) -> str | None:
+        """Which test of `voicelab.speech.reliability` the words fail (None: they may be judged as text).
+
+        Over the windows as one decode would report them (token-weighted mean log probability, the worst
+        compression ratio, the least P(no speech)) and the model's own text (a repetition loop; given the
+        speech's duration in seconds, more words than it can hold)."""
+        w = self.windows
+        weight = sum(x.tokens + 1 for x in w)
+        logprob = sum(x.avg_logprob * (x.tokens + 1) for x in w) / weight if w else None
+        return unreliable_reason(logprob, max((x.compression_ratio for x in w), default=None),
+                                 min((x.no_speech_prob for x in w), default=None), self.raw or self.text, speech_s)
 
 
 def compression_ratio(text: str) -> float:

@@ -6,7 +6,7 @@
   page can flash them, and each step's states are kept for the page's step history (a tiny engine
   denoises a reply in a few steps within a tenth of a second: too fast to watch, not to read back).
 - `live_latency` is the server-side first audible response of one live turn, with the breakdown of
-  DESIGN.md §4. A live call has no fixture ground truth, so the caller's speech end is estimated from the
+  docs/metrics.md. A live call has no fixture ground truth, so the caller's speech end is estimated from the
   VAD: its stop row minus the VAD's `stop_secs` (the silence it waited for). The figure is then computed
   by `voicelab.measure.metrics.turn_table` itself, on a copy of the turn's rows with that estimate standing in
   for the truth rows, so the definitions are the lab's, not a second implementation.

@@ -43,7 +43,6 @@ from voicelab.runs.folder import RunFolder
 from voicelab.runs.run import config_record, finish_run
 
 K = EventKind
-DEFAULT_RUNS_DIR = Path("runs/live")
 MAX_TEXT = 400  # a page's user agent is kept to this many characters
 
 

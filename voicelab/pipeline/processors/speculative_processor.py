@@ -1,4 +1,4 @@
-"""The gate processor with speculative synthesis (issue 11.3): confident text goes to TTS before it commits.
+"""The gate processor with speculative synthesis: confident text goes to TTS before it commits.
 
 A `GateProcessor` that also keeps a `voicelab.rules.speculative.SpeculativeBook` per reply. After the gate has fed
 a snapshot, the book proposes chunks that are not committed yet but whose positions pass the confidence

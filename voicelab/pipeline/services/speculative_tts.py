@@ -1,4 +1,4 @@
-"""Piper TTS that synthesizes speculative chunks ahead and holds their audio (issue 11.3).
+"""Piper TTS that synthesizes speculative chunks ahead and holds their audio.
 
 - A `SpeculativeTextFrame` starts a synthesis of its text at once; the audio is kept here and never sent
   downstream on its own.

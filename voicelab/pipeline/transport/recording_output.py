@@ -4,7 +4,7 @@ It plays the bot as a speaker would: a 10 ms chunk handed over while the speaker
 otherwise right after the audio already queued; the write returns when the speaker is ready for more (so no
 more than ~one chunk is ever committed ahead). Each sample lands in the right channel of the recording at
 the time it is heard. From that channel it detects the bot's acoustic onset and offset with the rule of
-DESIGN.md §4 (incrementally) and logs `bot_audible_onset` / `bot_audible_end`; it tells the scheduler when
+docs/metrics.md (incrementally) and logs `bot_audible_onset` / `bot_audible_end`; it tells the scheduler when
 the bot's reply became audible and when it was over; and it logs when each chunk and word really starts
 playing (`playout_start` / `playout_stop` with the words heard, from the TTS's `PlayoutMarkFrame`s).
 

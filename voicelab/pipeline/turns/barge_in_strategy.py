@@ -196,7 +196,9 @@ class PauseThenDecide(BaseUserTurnStartStrategy):
             conf = frame.result  # the recogniser's own figures (Whisper's `SttConfidence`; None for others)
             self._pause.hear(frame.text, self.judge, final=isinstance(frame, TranscriptionFrame),
                              reliable=result_reliable(conf),
-                             complete=self.complete, fragment_words=self.thresholds.fragment_words,
+                             # P(complete) of any reading short of the safety rule's count: a short sound read
+                             # as three words is judged by what the speech can hold (rules.barge_in)
+                             complete=self.complete, fragment_words=self.thresholds.safety_words - 1,
                              avg_logprob=confidence_figure(conf, "avg_logprob"))
             return await self._decide()
         return ProcessFrameResult.CONTINUE

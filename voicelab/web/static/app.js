@@ -5,7 +5,7 @@
 (() => {
   const $ = (id) => document.getElementById(id);
 
-  // The onset rule of DESIGN.md section 4, applied to analyser windows: a window is voiced above
+  // The onset rule of docs/metrics.md, applied to analyser windows: a window is voiced above
   // GATE_DBFS; an onset needs MIN_VOICED_MS of voiced windows; a silence shorter than MIN_GAP_MS
   // does not end a stretch (pauses between words, gaps between the bot's phrases).
   const GATE_DBFS = -40;

@@ -1,0 +1,209 @@
+"""The unseen-caller evaluation set: callers the tiny engines were never trained on, written as recognisers write.
+
+The held-out set (engines/eval/evaluate.py) draws from the training corpus's own generators: unseen slot
+combinations, but the corpus's names, phrasings and form. This set is built from other sources on purpose, so
+the gap between "held out" and "unseen" stays visible:
+- **names** from engines/shop/names.py's unseen sources: first names of faker locales no training name comes
+  from, and made-up names of a closed-syllable generator the training generator cannot write, both filtered
+  against every training name (`unseen_names.txt`);
+- **phrasings and fillers** written here, none of them a template or filler of engines/shop/corpus.py or
+  engines/shop/phrasing.py (tests/test_engines_unseen.py checks both);
+- **form**: half the prompts as Whisper writes (sentence case, punctuation, capitalised names and days,
+  "2:00 PM", "2 p.m.", "14:00", "two o'clock", "51208", "512 08"), half as a lower-case recogniser writes
+  (spoken numbers: "five one two oh eight", "two thirty pm").
+
+Every prompt expects a tool call or a read-back with exact slots; each carries tags (`name:faker`,
+`time:colon`, `number:grouped`, `style:whisper`, ...) so that evaluate and the bench report each form.
+The set is a file, `unseen.jsonl` (the `--prompts` format plus "history" and "tags"), written by
+
+    python -m engines.eval.unseen
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from engines.shop import business as B
+from engines.shop import corpus
+from engines.shop.names import unseen_names
+
+FILE = Path(__file__).with_name("unseen.jsonl")
+SEED = 31337
+
+# Fillers and phrasings of this set only (none is a corpus filler, opener or template).
+FILLERS = ("", "", "", "Ah, ", "Hi there, ", "Good afternoon, ", "Yeah, hello. ", "Oh hi, ", "Hey, morning. ",
+           "Sorry, ")
+# {N} name, {D} day, {T} time, {S} service, {O} order number, {P} phone number
+TEMPLATES: dict[str, tuple[str, ...]] = {
+    "book": (
+        "{N} here, could you book me {S} on {D} at {T}?",
+        "Hi, I'm {N} and I want {S} booked on {D} at {T}.",
+        "Can I get {S} on {D} at {T}? It's for {N}.",
+        "Book {S} for me on {D} at {T} please, the name's {N}.",
+        "I'm {N}. I'd like {S} on {D} at {T} if you have room.",
+    ),
+    "reschedule": (
+        "Hi, {N} calling. Can you move my appointment to {D} at {T}?",
+        "It's {N}, I'd like to move my booking to {D} at {T} instead.",
+        "Could you change my appointment to {D} at {T}? This is {N} speaking.",
+        "I need to move my appointment to {D} at {T}, the booking is under {N}.",
+        "{N} speaking, please reschedule me to {D} at {T}.",
+    ),
+    "cancel": (
+        "Hi, it's {N}. I have to cancel my appointment on {D}.",
+        "Please cancel my {D} booking, it's under {N}.",
+        "{N} calling, I won't be able to come on {D}, can you cancel it?",
+        "Could you cancel the appointment I have on {D}? My name's {N}.",
+    ),
+    "order_status": (
+        "Could you check on order {O} for me?",
+        "I'm calling about an order, the number is {O}.",
+        "What's happening with order {O}?",
+        "Has my order {O} arrived yet?",
+    ),
+    "readback_phone": (
+        "You can reach me on {P}.",
+        "The best number to call me back is {P}.",
+        "My mobile number is {P}.",
+    ),
+    "hours": (
+        "Could you tell me your hours on {D}?",
+        "What hours are you open {D}?",
+        "How early do you open on {D}?",
+    ),
+}
+# a name given after the shop asked for it (book_ask_name): the second turn's phrasings
+FOLLOWUPS = ("{N}.", "It's {N}.", "Yeah, {N}, thanks.", "Put it down for {N}, please.", "Sure, {N}.")
+FOLLOWUP_ASKS = ("I'd like {S} on {D} at {T}.", "Do you have {S} free on {D} at {T}?")
+COUNTS = {"book": 60, "reschedule": 60, "cancel": 50, "book_name_followup": 40, "order_status": 50,
+          "readback_phone": 30, "hours": 20}
+
+_UNITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+_TEENS = {10: "ten", 11: "eleven", 12: "twelve"}
+_THIRTY = "thirty"
+
+
+def _word(h: int) -> str:
+    return _TEENS.get(h) or _UNITS[h]
+
+
+def time_forms(time: str) -> dict[str, str]:
+    """Ways a recogniser writes one of the workshop's slots ("1 30 pm"): Whisper's and a spoken form's."""
+    parts = time.split()
+    h, ampm = int(parts[0]), parts[-1]
+    m = int(parts[1]) if len(parts) == 3 else 0
+    h24 = h + 12 if ampm == "pm" and h != 12 else h
+    up = ampm.upper()
+    dots = f"{ampm[0]}.m."
+    hm = f"{h}:{m:02d}" if m else f"{h}"
+    spoken = f"{_word(h)} {_THIRTY} {ampm}" if m else f"{_word(h)} {ampm}"
+    whisper = {"plain": f"{hm} {up}", "colon": f"{h}:{m:02d} {up}", "dots": f"{hm} {dots}",
+               "colon_dots": f"{h}:{m:02d} {dots}", "glued": f"{hm}{ampm}", "24h": f"{h24}:{m:02d}"}
+    lower = {"spoken": spoken, "spoken_letters": spoken.replace(ampm, f"{ampm[0]} m")}
+    for fs in (whisper, lower):  # clock forms said without am or pm
+        if m:
+            fs["half_past"] = f"half past {_word(h)}"
+        else:
+            fs["oclock"] = f"{_word(h)} o'clock"
+    forms = {"whisper": whisper, "lower": lower}
+    return {f"{style}:{k}": v for style, fs in forms.items() for k, v in fs.items()}
+
+
+def number_forms(digits: str, style: str) -> dict[str, str]:
+    """Ways a recogniser writes a number: joined, grouped, spaced (Whisper); spoken digits (lower case)."""
+    if style == "whisper":
+        forms = {"joined": digits, "grouped": f"{digits[:3]} {digits[3:]}", "spaced": " ".join(digits)}
+        return forms | ({"hyphen": f"{digits[:3]}-{digits[3:]}"} if len(digits) == 7 else {})  # a phone's
+    zero = ("oh", "zero")
+    return {"spoken": " ".join(_UNITS[int(d)] if d != "0" else zero[0] for d in digits),
+            "spoken_zero": " ".join(_UNITS[int(d)] for d in digits)}
+
+
+def _lower(text: str) -> str:
+    """A lower-case recogniser's text: no punctuation, no capitals (apostrophes kept, as pocketsphinx's)."""
+    return " ".join(re.sub(r"[^a-z0-9' ]+", " ", text.lower()).split())
+
+
+def _names(r: random.Random) -> Callable[[], tuple[str, str]]:
+    pool = list(unseen_names())
+    faker = [n for s, n in pool if s == "faker"]
+    made = [n for s, n in pool if s == "made_up"]
+    # two in three from faker's unseen locales, one in three made up
+    return lambda: ("faker", r.choice(faker)) if r.random() < 2 / 3 else ("made_up", r.choice(made))
+
+
+def build(seed: int = SEED) -> list[dict[str, Any]]:
+    """The set's prompts as `--prompts` lines: prompt, expect, history (earlier turns), tags."""
+    r = random.Random(seed)
+    name = _names(r)
+    out: list[dict[str, Any]] = []
+    for intent, count in COUNTS.items():
+        for i in range(count):
+            style = "whisper" if i % 2 == 0 else "lower"
+            day = r.choice(B.DAYS[:6])
+            time = r.choice(B.TIMES)
+            service = r.choice(B.SERVICES)
+            src, nm = name()
+            tforms = {k: v for k, v in time_forms(time).items() if k.startswith(style)}
+            tkey = r.choice(sorted(tforms))
+            digits = "".join(r.choice("0123456789") for _ in range(5))
+            phone = "555" + "".join(r.choice("0123456789") for _ in range(4))
+            nkey, ntext = r.choice(sorted(number_forms(digits, style).items()))
+            pkey, ptext = r.choice(sorted(number_forms(phone, style).items()))
+            fill = r.choice(FILLERS)
+            slots_text = {"N": nm.capitalize(), "D": day.capitalize(), "T": tforms[tkey], "S": service,
+                          "O": ntext, "P": ptext}
+            history: list[dict[str, str]] = []
+            tags = [f"style:{style}"]
+            if intent == "book_name_followup":
+                ask = r.choice(FOLLOWUP_ASKS).format(**slots_text)
+                history = [{"role": "user", "content": ask if style == "whisper" else _lower(ask)},
+                           {"role": "assistant", "content": corpus.render("book_ask_name", service=service, day=day,
+                                                                          time=time)}]
+                text = r.choice(FOLLOWUPS).format(**slots_text)
+                fill = ""
+            else:
+                text = r.choice(TEMPLATES[intent]).format(**slots_text)
+                if fill.endswith(", ") and not text.startswith(("I ", "I'", slots_text["N"])):
+                    text = text[0].lower() + text[1:]  # "Sorry, can I ..." as Whisper writes it
+                text = fill + text
+            if style == "lower":
+                text = _lower(text)
+            expect: dict[str, Any] = {"intent": intent}
+            if intent in ("book", "book_name_followup", "reschedule"):
+                expect["slots"] = {"name": nm, "day": day, "time": time}
+                tags += [f"name:{src}", f"time:{tkey.split(':', 1)[1]}"]
+            elif intent == "cancel":
+                expect["slots"] = {"name": nm, "day": day}
+                tags.append(f"name:{src}")
+            elif intent == "order_status":
+                expect["slots"] = {"number": digits}
+                tags.append(f"number:{nkey}")
+            elif intent == "readback_phone":
+                expect["slots"] = {"number": phone}
+                tags.append(f"number:{pkey}")
+            else:
+                expect["slots"] = {"day": day}
+            if fill:
+                tags.append("filler")
+            row: dict[str, Any] = {"prompt": text, "expect": expect}
+            if history:
+                row["history"] = history
+            row["tags"] = tags
+            out.append(row)
+    return out
+
+
+def main() -> None:
+    rows = build()
+    FILE.write_text("".join(json.dumps(x) + "\n" for x in rows))
+    print(f"{len(rows)} prompts -> {FILE}")
+
+
+if __name__ == "__main__":
+    main()

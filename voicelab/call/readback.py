@@ -1,0 +1,130 @@
+"""The agent's words read back from the recorded line by the lab's recogniser, and answers scored from them.
+
+Runs after every call of a run has ended, so the agent under test never shares the CPU with the lab's
+recogniser. Each caller turn's reply (the agent's speech stretches attributed to it, `voicelab.call.figures`)
+is resampled to 16 kHz and read by Whisper tiny.en (`voicelab.speech.recognizers`).
+
+Scoring: the shop's replies form a grammar (`engines.shop.corpus.REPLIES`) that `engines.shop.answers.score_reply`
+reads exactly, punctuation and tool span included. Heard words have neither, so each template's spoken part
+is matched against the recogniser's normalised words (`recognizer_text` applied to the template's literal
+words, slots as patterns); a match is rendered back to the template's full text (the tool span rebuilt from
+the slots heard) and scored. Whether a tool call was made cannot be heard: audio-only runs do not report
+tool calls. Words that fit no template score incoherent and not correct.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from typing import Any, Protocol
+
+import numpy as np
+import soxr
+
+from engines.shop import corpus
+from engines.shop.answers import score_reply
+from voicelab.speech.text import recognizer_text
+
+READ_RATE = 16000
+_GAP_S = 0.2  # silence put between the stretches of one reply
+# what the recogniser's normaliser makes of a slot's value
+_HEARD_SLOTS = {"number": r"\d[\d ]*\d|\d", "spoken": r"\d[\d ]*\d|\d", "name": r"[a-z']+"}
+
+
+class Recognizer(Protocol):
+    def transcribe(self, audio: np.ndarray) -> Any: ...
+
+
+@dataclass(frozen=True)
+class ReadBack:
+    turn: int
+    text: str  # the recogniser's normalised words
+    start_s: float  # first onset of the reply
+    end_s: float  # last audible sample
+    template: str | None = None  # the shop reply template the words fit
+    canonical: str | None = None  # that template's full text with the slots heard
+    coherent: bool | None = None  # None: not scored (no expect_reply)
+    correct: bool | None = None
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def reply_audio(bot: np.ndarray, sr: int, spans: list[tuple[float, float]]) -> np.ndarray:
+    """The reply's stretches (with a little room around each) joined by short silences, float32 at 16 kHz."""
+    pieces: list[np.ndarray] = []
+    gap = np.zeros(int(_GAP_S * sr), dtype=np.float32)
+    for on, off in spans:
+        a, b = max(0, int((on - 0.05) * sr)), min(bot.size, int((off + 0.1) * sr))
+        pieces += [bot[a:b].astype(np.float32) / 32768.0, gap]
+    audio = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
+    return soxr.resample(audio, sr, READ_RATE).astype(np.float32) if sr != READ_RATE and audio.size else audio
+
+
+@lru_cache(maxsize=1)
+def _spoken_patterns() -> list[tuple[str, re.Pattern[str]]]:
+    out = []
+    for key, (_intent, text) in corpus.REPLIES.items():
+        spoken = re.sub(r"^\s*\[[^\]]*\]\s*", "", text)  # the tool span is never spoken
+        parts, seen, pos = [], set(), 0
+        for m in re.finditer(r"\{(\w+)\}", spoken):
+            lit = recognizer_text(spoken[pos:m.start()])
+            if lit:
+                parts.append(r"\s*".join(re.escape(w) for w in lit.split()))
+            slot = m.group(1)
+            pat = _HEARD_SLOTS.get(slot, corpus.SLOT_PATTERNS[slot])
+            parts.append(f"(?P={slot})" if slot in seen else f"(?P<{slot}>{pat})")
+            seen.add(slot)
+            pos = m.end()
+        lit = recognizer_text(spoken[pos:])
+        if lit:
+            parts.append(r"\s*".join(re.escape(w) for w in lit.split()))
+        out.append((key, re.compile(r"\b" + r"\s+".join(parts) + r"\b")))
+    return out
+
+
+def match_template(words: str) -> tuple[str, str] | None:
+    """(template key, its full text with the slots heard) for normalised words, or None if none fits."""
+    for key, pat in _spoken_patterns():
+        m = pat.search(words)
+        if m is None:
+            continue
+        slots = dict(m.groupdict())
+        for k in ("number", "spoken"):
+            if k in slots:
+                digits = slots[k].replace(" ", "")
+                slots = {**slots, "number": digits, "spoken": " ".join(digits)}
+        try:
+            return key, corpus.render(key, **slots)
+        except KeyError:
+            continue
+    return None
+
+
+def score_words(words: str, expect: Any) -> dict[str, Any]:
+    """template, canonical, coherent, correct and reason of heard words against a fixture's expect_reply."""
+    found = match_template(words)
+    if found is None:
+        return {"template": None, "canonical": None, "coherent": False, "correct": False,
+                "reason": "fits no reply template"}
+    key, canonical = found
+    s = score_reply(canonical, expect)
+    return {"template": key, "canonical": canonical, "coherent": s.coherent, "correct": s.correct,
+            "reason": s.reason}
+
+
+def read_back(recognizer: Recognizer, bot: np.ndarray, sr: int, spans: dict[int, list[tuple[float, float]]],
+              expect_replies: dict[int, Any]) -> list[ReadBack]:
+    """One ReadBack per turn that got a reply (the greeting is turn -1), scored where expect_replies says."""
+    out = []
+    for turn in sorted(spans):
+        audio = reply_audio(bot, sr, spans[turn])
+        text = recognizer_text(str(recognizer.transcribe(audio).raw)) if audio.size else ""
+        score: dict[str, Any] = {}
+        if turn in expect_replies and expect_replies[turn] is not None:
+            score = score_words(text, expect_replies[turn])
+        out.append(ReadBack(turn=turn, text=text, start_s=round(spans[turn][0][0], 3),
+                            end_s=round(spans[turn][-1][1], 3), **score))
+    return out

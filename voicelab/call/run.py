@@ -1,0 +1,275 @@
+"""`voicelab call`: fixtures played to an agent over the telephone media stream, into a normal run folder.
+
+The calls run first (`voicelab.call.carrier`, `concurrency` at a time, the list `repeat` times); only when
+every call has ended does the lab's recogniser read the agent's replies back from the recordings
+(`voicelab.call.readback`), so the agent under test never shares the CPU with it. Then the folder is written
+through `voicelab.runs.folder`: calls/<id>.wav (left caller, right bot, 8 kHz, on the call clock) and
+calls/<id>.json (the truth `voicelab.measure.truth` reads, plus the line's own figures), events.jsonl,
+turns.csv, the Parquet tables and summary.json last.
+
+summary.json is `voicelab.measure.metrics.summarize` over the call's rows (FAR, stop latency, recovery, false
+barge-ins, the WAV truth check), with what audio alone cannot show set to None and named in `not_measured`,
+and with the figures only a line run has: `talk_over_ms`, `line` (pacing, jitter, queue depth, clears, marks),
+`answers` from the read-back words, `calls_failed` and `failures`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from voicelab.call.carrier import CallOptions, CallResult, place_call
+from voicelab.call.figures import reply_spans, silence_stops, talk_over_ms
+from voicelab.call.line import line_summary
+from voicelab.call.pacing import LINE_RATE
+from voicelab.call.readback import ReadBack, Recognizer, read_back
+from voicelab.fixtures.format import Fixture, load_fixture, select
+from voicelab.measure.events import Event, EventKind, EventWriter, read_events
+from voicelab.measure.intervals import latency_stats
+from voicelab.measure.metrics import summarize, turn_table
+from voicelab.measure.truth import TruthError, analyze_run, call_truth_dict
+from voicelab.runs.folder import EVENTS, RunFolder
+
+K = EventKind
+# What a recording of the line cannot show: the agent's insides (its turn end, recogniser, model, TTS) and what
+# it did with the words (tool calls, context kept after a cut). summary.json sets these to None and lists them.
+NOT_MEASURED = (
+    "far_breakdown_ms", "heard_text_word_errors", "false_pauses", "pauses", "resume_gap_ms", "false_cut_ins",
+    "stt_wer", "tool_calls", "first_token_to_audio_ms", "preemptive", "speculative", "revisions",
+    "engine_figures", "price",
+)
+
+
+# turns.csv / turns.parquet columns a line run sets from its recording (answers from the read-back words)
+LINE_TURN_COLUMNS = ("talk_over_ms", "readback_text", "answer_text", "answer_correct", "coherent", "wrong_tool_call",
+                     "false_barge_in_by")
+
+
+@dataclass(frozen=True)
+class BargeInRule:
+    """When the agent's audio counts as stopped on a backchannel without a `clear` (figures.silence_stops)."""
+
+    stop_silence_ms: float = 800.0
+    grace_ms: float = 1200.0
+
+
+def redact_url(url: str) -> str:
+    """The URL without its query values (a token rides there) or user info, for files and messages."""
+    parts = urlsplit(url)
+    query = "&".join(f"{kv.split('=', 1)[0]}=…" for kv in parts.query.split("&") if kv) if parts.query else ""
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+def check_url(url: str) -> None:
+    parts = urlsplit(url)
+    if parts.scheme not in ("ws", "wss") or not parts.hostname:
+        raise ValueError(f"{url}: not a ws:// or wss:// URL of an agent's media-stream endpoint")
+
+
+def call_ids(fixtures: Sequence[Fixture], repeat: int = 1) -> list[tuple[str, Fixture]]:
+    """(call_id, fixture) in playing order, named as `voicelab run` names them (r1-00-NAME with repeats)."""
+    if repeat < 1:
+        raise ValueError(f"--repeat {repeat}: needs at least 1")
+    return [(f"{f'r{r}-' if repeat > 1 else ''}{i:02d}-{fx.name}", fx)
+            for r in range(1, repeat + 1) for i, fx in enumerate(fixtures)]
+
+
+def load_line_fixtures(specs: Sequence[str]) -> list[Fixture]:
+    """Fixtures named on the command line, loaded at the line's 8 kHz (truth found on what the line carries)."""
+    return [load_fixture(p, sample_rate=LINE_RATE) for p in select(list(specs) or ["default"])]
+
+
+async def play_all(url: str, plan: Sequence[tuple[str, Fixture]], opts: CallOptions, writer: EventWriter | None,
+                   concurrency: int = 1, on_done: Callable[[CallResult], None] | None = None) -> list[CallResult]:
+    slots = asyncio.Semaphore(concurrency)
+
+    async def one(call_id: str, fx: Fixture) -> CallResult:
+        async with slots:
+            result = await place_call(url, fx, call_id, opts, writer)
+        if on_done is not None:
+            on_done(result)
+        return result
+
+    return list(await asyncio.gather(*(one(cid, fx) for cid, fx in plan)))
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _after_call_rows(result: CallResult, rule: BargeInRule) -> list[Event]:
+    """Rows only the whole recording shows: a backchannel on which the agent fell silent (no clear)."""
+    cleared = {e.turn for e in result.log.events if e.kind == K.INTERRUPTION}
+    bot = result.stereo[:, 1]
+    stops = silence_stops(bot, LINE_RATE, result.said, rule.stop_silence_ms / 1000, rule.grace_ms / 1000)
+    out = []
+    for turn, t_s in stops.items():
+        if turn in cleared:
+            continue
+        out.append(Event(result.call_id, turn, int(t_s * 1e9), str(K.INTERRUPTION),
+                         {"bot_speaking": True, "by": "silence", "stop_silence_ms": rule.stop_silence_ms}))
+    return out
+
+
+def _call_meta(result: CallResult, readback: list[ReadBack] | None, url: str) -> dict[str, Any]:
+    fx = result.fixture
+    truth = call_truth_dict(result.call_id, [
+        _Utt(u.turn, u.clip_start_ns / 1e9, u.clip_end_ns / 1e9, u.speech_start_ns / 1e9, u.speech_end_ns / 1e9,
+             u.expect, u.text) for u in result.log.utterances], fixture=fx.name, fixture_path=str(fx.path),
+        sample_rate=LINE_RATE)
+    bot = result.stereo[:, 1]
+    return {
+        "fixture": fx.name, "fixture_path": str(fx.path), "utterances": truth["utterances"],
+        "status": "failed" if result.failure else "ok", "failure": result.failure, "url": url,
+        "stream_sid": result.ids.stream_sid, "call_sid": result.ids.call_sid,
+        "duration_s": round(result.duration_s, 3), "close": result.close,
+        "schedule": [{"turn": c.turn, "start_s": round(c.start_s, 3), "reason": c.reason, "note": c.note}
+                     for c in result.scheduler.scheduled()],
+        "talk_over_ms": {str(k): v for k, v in talk_over_ms(bot, LINE_RATE, result.said).items()},
+        "line": line_summary([result.line]),
+        "readback": None if readback is None else [r.to_dict() for r in readback],
+    }
+
+
+@dataclass(frozen=True)
+class _Utt:
+    turn: int
+    clip_start_s: float
+    clip_end_s: float
+    speech_start_s: float
+    speech_end_s: float
+    expect: str | None
+    text: str
+
+
+def _readback_all(results: Sequence[CallResult], recognizer: Recognizer) -> dict[str, list[ReadBack]]:
+    out = {}
+    for r in results:
+        bot = r.stereo[:, 1]
+        expects = {u.turn: u.expect_reply for u in r.log.utterances}
+        out[r.call_id] = read_back(recognizer, bot, LINE_RATE, reply_spans(bot, LINE_RATE, r.said), expects)
+    return out
+
+
+def _turn_rows(events: list[Event], results: Sequence[CallResult],
+               readbacks: dict[str, list[ReadBack]] | None) -> list[dict[str, Any]]:
+    """turn_table's rows with the line's columns: talk-over and the read-back reply with its score."""
+    by_id = {r.call_id: r for r in results}
+    rows = turn_table(events)
+    for row in rows:
+        r = by_id.get(row["call_id"])
+        over = talk_over_ms(r.stereo[:, 1], LINE_RATE, r.said) if r is not None else {}
+        row["talk_over_ms"] = over.get(row["turn"])
+        rb = next((b for b in (readbacks or {}).get(row["call_id"], []) if b.turn == row["turn"]), None)
+        row["readback_text"] = None if rb is None else rb.text
+        row["answer_text"] = None if rb is None else rb.text
+        row["answer_correct"] = None if rb is None else rb.correct
+        row["coherent"] = None if rb is None else rb.coherent
+        row["wrong_tool_call"] = None  # not audible
+        interrupts = [e for e in events if e.call_id == row["call_id"] and e.kind == K.INTERRUPTION
+                      and e.turn == row["turn"]]
+        row["false_barge_in_by"] = (interrupts[0].payload.get("by") if interrupts and row.get("false_barge_in")
+                                    else None)
+    return rows
+
+
+def _answers(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    scored = [r for r in rows if r.get("answer_correct") is not None]
+    return {"correct": round(sum(r["answer_correct"] for r in scored) / len(scored), 3) if scored else None,
+            "coherent": round(sum(bool(r["coherent"]) for r in scored) / len(scored), 3) if scored else None,
+            "n": len(scored), "replies": sum(1 for r in rows if r.get("readback_text")),
+            "wrong_tool_calls": None, "from": "read-back words"}
+
+
+def line_run_summary(events: list[Event], rows: list[dict[str, Any]], results: Sequence[CallResult],
+                     meta: dict[str, Any], truth: list[dict[str, Any]] | None, rule: BargeInRule,
+                     readback: bool) -> dict[str, Any]:
+    s = summarize(events, meta, truth=truth)
+    for key in NOT_MEASURED:
+        s[key] = None
+    s["measured_from"] = "line"
+    s["not_measured"] = list(NOT_MEASURED) + ([] if readback else ["answers"])
+    s["answers"] = _answers(rows) if readback else None
+    answered = [r for r in rows if r["expect"] != "no_interrupt"]
+    s["talk_over_ms"] = latency_stats([r["talk_over_ms"] for r in answered if r.get("talk_over_ms") is not None])
+    s["false_barge_in_rule"] = {"by": "clear, or silence", "stop_silence_ms": rule.stop_silence_ms,
+                                "grace_ms": rule.grace_ms}
+    s["line"] = line_summary([r.line for r in results])
+    s["calls_failed"] = sum(1 for r in results if r.failure)
+    s["failures"] = [f"{r.call_id}: {r.url}: {r.failure}" for r in results if r.failure]
+    return s
+
+
+def run_line_calls(url: str, fixtures: Sequence[Fixture], out: Path, *, opts: CallOptions | None = None,
+                   repeat: int = 1, concurrency: int = 1, readback: bool = True,
+                   recognizer_factory: Callable[[], Recognizer] | None = None,
+                   rule: BargeInRule | None = None, command: Sequence[str] = (), run_dir: Path | None = None,
+                   on_done: Callable[[CallResult], None] | None = None) -> tuple[Path, list[CallResult]]:
+    """Play every fixture to the agent at `url`; return the sealed run folder and the call results."""
+    check_url(url)
+    if concurrency < 1:
+        raise ValueError(f"--concurrency {concurrency}: needs at least 1")
+    opts = opts or CallOptions()
+    rule = rule or BargeInRule()
+    plan = call_ids(fixtures, repeat)
+    shown = redact_url(url)
+    host = (urlsplit(url).hostname or "agent").replace(".", "-")
+    run_dir = run_dir or Path(out) / f"{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}-call-{host}"
+    folder = RunFolder.create(run_dir)
+    config = folder.write_config({
+        "kind": "call", "engine": f"line:{shown}", "sampler": None, "policy": None, "url": shown,
+        "headers": sorted(opts.headers), "params": sorted(opts.params),  # names only: values may be secrets
+        "sample_rate": LINE_RATE, "encoding": "audio/x-mulaw", "frame_ms": 20, "repeat": repeat,
+        "concurrency": concurrency, "readback": readback, "greeting": opts.greeting,
+        "timeouts_s": {"connect": opts.connect_timeout_s, "answer": opts.answer_timeout_s,
+                       "no_reply": opts.no_reply_timeout_s, "max_call": opts.max_call_s},
+        "false_barge_in_rule": {"stop_silence_ms": rule.stop_silence_ms, "grace_ms": rule.grace_ms},
+        "fixtures": [{"name": f.name, "path": str(f.path), "sha256": _sha256(f.path)} for f in fixtures],
+    }, command)
+    with folder.events_writer() as writer:
+        results = asyncio.run(play_all(url, plan, opts, writer, concurrency, on_done))
+        after = [e for r in results for e in _after_call_rows(r, rule)]
+        for e in after:
+            writer.write(e)
+    notes: list[str] = []
+    readbacks: dict[str, list[ReadBack]] | None = None
+    if readback:  # only now: every call is over, the agent has the CPU to itself no longer
+        try:
+            readbacks = _readback_all(results, (recognizer_factory or _whisper)())
+        except Exception as e:  # a recogniser that cannot load leaves the timing figures standing
+            notes.append(f"read-back not done: {type(e).__name__}: {e}")
+    for r in results:
+        folder.write_call(r.call_id, r.stereo, LINE_RATE,
+                          _call_meta(r, None if readbacks is None else readbacks.get(r.call_id), shown))
+    events = read_events(run_dir / EVENTS)
+    rows = _turn_rows(events, results, readbacks)
+    folder.write_turns_csv(rows)
+    try:
+        truth: list[dict[str, Any]] | None = analyze_run(run_dir)
+    except TruthError as e:
+        truth = None
+        notes.append(f"truth analyzer: {e}")
+    try:
+        from voicelab.analysis.tables import write_parquet
+        write_parquet(run_dir, truth_rows=truth, events=events,
+                      turn_columns={(r["call_id"], r["turn"]): {k: r.get(k) for k in LINE_TURN_COLUMNS} for r in rows})
+    except Exception as e:
+        notes.append(f"parquet tables not written: {type(e).__name__}: {e}")
+    summary = line_run_summary(events, rows, results,
+                               {"run_id": folder.run_id, "engine": config["engine"], "sampler": None,
+                                "policy": None}, truth, rule, readbacks is not None)
+    folder.write_notes(notes)
+    folder.seal(summary)
+    return run_dir, results
+
+
+def _whisper() -> Recognizer:
+    from voicelab.speech.recognizers import make_recognizer  # ctranslate2: loaded only when reading back
+    return make_recognizer("whisper", cpu_threads=2)

@@ -1,0 +1,128 @@
+"""`voicelab bench turns`: dead air against false cut-offs for each turn-end strategy (voicelab.turnbench)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from voicelab.cli.common import fail
+
+
+def bench_turns(
+    fixtures: Annotated[list[Path] | None, typer.Option(
+        "--fixtures", help="bench your own calls: fixture folders or fixture.json files (repeat the option); "
+                           "replaces the generated corpus and the bundled fixtures")] = None,
+    strategy: Annotated[list[str] | None, typer.Option(
+        "--strategy", help="a strategy of your own, MODULE:ATTRIBUTE (see docs/turn-bench.md); repeatable")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="output folder: turn_bench.json (every figure, curve and case), turn_bench.png")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="print one JSON object per strategy")] = False,
+    limit: Annotated[int | None, typer.Option(help="only the first N generated cases (a quick look)")] = None,
+    resamples: Annotated[int, typer.Option(help="bootstrap resamples for the intervals (0: none)")] = 1000,
+    cache: Annotated[Path | None, typer.Option(help="score cache folder (default .cache/turnbench)")] = None,
+    threads: Annotated[int, typer.Option(help="CPU threads for Whisper while filling the cache")] = 2,
+) -> None:
+    """Dead air after the true end of speech against false cut-offs (mid-turn pauses declared an end), each
+    strategy swept over its knob on the same labelled points: the generated pause corpus, the bundled fixtures
+    and the real recordings; plus false barge-ins and stop latency on sounds over the bot."""
+    from rich.console import Console
+
+    from voicelab.fixtures.format import FixtureError
+    from voicelab.turnbench import bench
+    from voicelab.turnbench.audio import AudioError
+    from voicelab.turnbench.cases import CACHE_ROOT
+
+    console = Console(stderr=True)
+    if limit is not None and limit < 1:
+        fail("--limit must be at least 1")
+    if resamples < 0:
+        fail("--resamples must be >= 0")
+    t_start = time.monotonic()
+    try:
+        strategies = bench.all_strategies(strategy or ())
+        if fixtures:
+            refs = bench.fixture_refs(fixtures, {}, "user")
+        else:
+            refs = bench.bundled_refs() + bench.generated_refs(limit)
+        docs = bench.load_scores(refs, cache or CACHE_ROOT, threads,
+                                 progress=lambda s: console.print(f"[dim]{s}[/dim]"))
+        t_bench = time.monotonic()
+        result = bench.run_bench(docs, strategies, resamples=resamples,
+                                 progress=lambda s: console.print(f"[dim]{s}[/dim]"))
+    except (bench.BenchError, FixtureError, AudioError) as e:
+        fail(str(e))
+    result["timing_s"] = {"scores": round(t_bench - t_start, 1), "bench": round(time.monotonic() - t_bench, 1)}
+    result["command"] = "voicelab bench turns " + " ".join(sys.argv[3:])
+    summary = bench.json_summary(result)
+    if out is not None:
+        from voicelab.runs.folder import versions
+
+        out.mkdir(parents=True, exist_ok=True)
+        doc = {**bench.strip_private(result), "summary": summary, "versions": versions()}
+        (out / "turn_bench.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+        bench.plot(result, out / "turn_bench.png")
+        console.print(f"wrote {out / 'turn_bench.json'} and {out / 'turn_bench.png'}")
+    if json_out:
+        typer.echo(json.dumps(summary, indent=1))
+        return
+    _print_tables(result)
+
+
+def _print_tables(result: dict[str, Any]) -> None:
+    """The main group's figures (pass times removed, then added), the fixtures at the shipped settings, the
+    barge-in cases."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from voicelab.turnbench import bench
+
+    console = Console(stderr=True)
+    f = bench.fmt_ms
+    for passes in ("passes_removed", "passes_added"):
+        g = bench.main_group(result)
+        if g is None:
+            break
+        grp = result["groups"][g]
+        table = Table(title=f"{g}: {grp['pauses']} mid-turn pauses, {grp['ends']} true ends; "
+                            f"model pass times {passes.split('_')[1]}; dead air median / p95 (ms)")
+        for col in ("strategy", "at 1 %", "at 2 %", "at 5 %", "at 10 %", "cut-offs at 300 / 500 / 800 ms",
+                    "shipped setting: cut-offs, dead air"):
+            table.add_column(col, justify="left" if col == "strategy" else "right")
+        for e in result["strategies"]:
+            r = e["groups"][g][passes]
+            at = [f"{f(r['dead_air_p50_ms_at'][k])} / {f(r['dead_air_p95_ms_at'][k])}" for k in ("1%", "2%", "5%", "10%")]
+            cut = " / ".join("-" if v is None else f"{v:.1%}" for v in r["false_cutoffs_at"].values())
+            d = r["at_default"]
+            rate = "-" if d["false_cutoff_rate"] is None else f"{d['false_cutoff_rate']:.1%}"
+            table.add_row(f"{e['strategy']} ({e['knob']})", *at, cut,
+                          f"{e['knob']}={d['value']}: {rate}, {f(d['dead_air_p50_ms'])} / {f(d['dead_air_p95_ms'])}")
+        Console().print(table)
+    other = Table(title="shipped settings on the fixtures (pass times removed): false cut-offs, dead air p50 / p95")
+    other.add_column("strategy")
+    groups = [g for g in result["groups"] if g != bench.main_group(result)]
+    for g in groups:
+        other.add_column(f"{g} ({result['groups'][g]['pauses']} pauses, {result['groups'][g]['ends']} ends)",
+                         justify="right")
+    for e in result["strategies"]:
+        cells = []
+        for g in groups:
+            d = e["groups"][g]["passes_removed"]["at_default"]
+            cells.append(f"{d['false_cutoffs']} of {d['pauses']}, {f(d['dead_air_p50_ms'])} / {f(d['dead_air_p95_ms'])}")
+        other.add_row(e["strategy"], *cells)
+    if groups:
+        Console().print(other)
+    bi = Table(title="barge-in (pause, decide, resume; pass times added)")
+    for col in ("cases", "backchannels / noises", "false barge-ins", "interruptions", "missed", "stop latency p50 / p95"):
+        bi.add_column(col, justify="left" if col == "cases" else "right")
+    for g, s in result["barge_in"].items():
+        lat = s["stop_latency_ms"]
+        bi.add_row(g, str(s["backchannels"]), str(s["false_barge_ins"]), str(s["interruptions"]),
+                   str(s["missed_interruptions"]), f"{f(lat['p50'])} / {f(lat['p95'])} ms")
+    Console().print(bi)
+    console.print(f"[dim]scores {result['timing_s']['scores']} s (cached after the first run), "
+                  f"bench {result['timing_s']['bench']} s[/dim]")

@@ -1,0 +1,313 @@
+"""`voicelab bench turns`: collect the cases, fill the score cache, replay the strategies, read the curves.
+
+The heavy half (synthesis, Silero, smart-turn, Whisper, the decision model) runs once per case and is cached
+(`voicelab.turnbench.scores`); the bench proper replays the strategies on the cached scores
+(`voicelab.turnbench.replay`) and reads the curves (`voicelab.turnbench.curve`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from voicelab.fixtures.format import FIXTURES_ROOT, list_names, select
+from voicelab.turnbench import curve as cv
+from voicelab.turnbench.audio import CaseAudio, fixture_cases, render_barge, render_turn, spec_key
+from voicelab.turnbench.bargein import replay_barge, summarise
+from voicelab.turnbench.cases import CACHE_ROOT, BargeCase, TurnCase, load_corpus
+from voicelab.turnbench.replay import (
+    DecideStrategy,
+    Point,
+    Strategy,
+    Trace,
+    builtin_strategies,
+    horizons,
+    score_points,
+    trace_of,
+)
+
+GROUPS = ("generated", "bundled", "real", "user")
+MAIN_GROUPS = ("generated", "user")  # the group whose curve the JSON's top-level figures come from
+
+
+class BenchError(Exception):
+    """A bad option or an unusable case; the message says which."""
+
+
+@dataclass
+class CaseRef:
+    """A case not yet loaded: its cache key and how to make its audio on a cache miss."""
+
+    id: str
+    group: str
+    key: str
+    kind: str  # "turn" or "barge"
+    make: Callable[[], CaseAudio]
+    points: list[Point] | None = None  # fixture cases: points found now (not the cached ones)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def generated_refs(limit: int | None = None, barge: bool = True) -> list[CaseRef]:
+    turns, barges = load_corpus()
+    if limit is not None:
+        turns = turns[:limit]
+        barges = barges[: max(1, limit // 4)] if barge else []
+
+    def turn(c: TurnCase) -> CaseRef:
+        return CaseRef(c.id, "generated", spec_key(c), "turn", lambda: render_turn(c))
+
+    def bc(c: BargeCase) -> CaseRef:
+        return CaseRef(c.id, "generated", spec_key(c), "barge", lambda: render_barge(c))
+
+    return [turn(c) for c in turns] + ([bc(c) for c in barges] if barge else [])
+
+
+def fixture_refs(paths: Sequence[Path], group_of: dict[str, str], default_group: str) -> list[CaseRef]:
+    turns, barges = fixture_cases(list(paths), group_of, default_group)
+    out = []
+    for kind, cases in (("turn", turns), ("barge", barges)):
+        for c in cases:
+            out.append(CaseRef(c.id, c.group, c.key, kind, (lambda c=c: c), list(c.points), dict(c.meta)))
+    return out
+
+
+def bundled_refs() -> list[CaseRef]:
+    """Every bundled fixture: the real recordings (`real.txt`) as group "real", the rest "bundled"."""
+    real = set(list_names("real", FIXTURES_ROOT))
+    paths = select(["all"])
+    return fixture_refs(paths, {n: "real" for n in real}, "bundled")
+
+
+def load_scores(refs: Sequence[CaseRef], cache: Path, threads: int = 2,
+                progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """The cached scores of every case (computing the missing ones)."""
+    from voicelab.turnbench.scores import Models, cached  # the heavy half: pipecat, onnxruntime, torch
+
+    models = Models(threads)
+    out = []
+    t0 = time.monotonic()
+    for i, r in enumerate(refs):
+        doc = cached(cache, r.key, r.kind, models, r.make)
+        if r.points is not None:
+            doc["points"] = [p.__dict__ for p in r.points]
+            doc["meta"] = r.meta
+        doc["group"], doc["id"], doc["kind"] = r.group, r.id, r.kind
+        out.append(doc)
+        if progress is not None and (i + 1) % 25 == 0:
+            progress(f"{i + 1}/{len(refs)} cases scored ({time.monotonic() - t0:.0f} s)")
+    return out
+
+
+def main() -> None:  # pragma: no cover - fills the cache from the command line (a background job)
+    ap = argparse.ArgumentParser(description="fill the turn bench's score cache")
+    ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--cache", type=Path, default=CACHE_ROOT)
+    a = ap.parse_args()
+    refs = bundled_refs() + generated_refs(a.limit)
+    load_scores(refs, a.cache, progress=lambda s: print(s, flush=True))
+    print("done", flush=True)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
+
+
+# ---- the bench proper: strategies over cached scores ------------------------------------------------------
+
+def load_strategy(spec: str) -> Strategy:
+    """A user strategy by import path, `module:attribute` (an object with `name`, `knob`, `values`, `default`
+    and `declarations(trace, value, passes)`, or a callable returning one)."""
+    mod_name, _, attr = spec.partition(":")
+    if not mod_name or not attr:
+        raise BenchError(f"--strategy {spec!r}: expected MODULE:ATTRIBUTE")
+    try:
+        obj = getattr(importlib.import_module(mod_name), attr)
+    except (ImportError, AttributeError) as e:
+        raise BenchError(f"--strategy {spec!r}: {e}") from None
+    if not hasattr(obj, "declarations") and callable(obj):
+        obj = obj()
+    for need in ("name", "knob", "values", "default", "declarations"):
+        if not hasattr(obj, need):
+            raise BenchError(f"--strategy {spec!r}: the strategy has no `{need}`")
+    return obj  # type: ignore[no-any-return]
+
+
+def all_strategies(extra: Sequence[str] = ()) -> list[Strategy]:
+    """timeout, smart, decide, decide+early (the early final re-measured) and the user's."""
+    return [*builtin_strategies(), DecideStrategy(name="decide+early", early=True),
+            *(load_strategy(s) for s in extra)]
+
+
+@dataclass
+class Matrices:
+    """One strategy over one group of traces: cut (K, P) and dead air (K, E), without and with pass times."""
+
+    values: list[float]
+    cut: dict[bool, np.ndarray]
+    dead: dict[bool, np.ndarray]
+    premature: dict[bool, np.ndarray]  # (K,) end points declared before the true end
+
+
+def sweep(strategy: Strategy, traces: Sequence[Trace]) -> Matrices:
+    values = [float(v) for v in strategy.values]
+    hz = [horizons(t) for t in traces]
+    cut: dict[bool, np.ndarray] = {}
+    dead: dict[bool, np.ndarray] = {}
+    pre: dict[bool, np.ndarray] = {}
+    for passes in (False, True):
+        rows_c, rows_d, rows_p = [], [], []
+        for v in values:
+            c: list[bool] = []
+            d: list[float] = []
+            n_pre = 0
+            for t, h in zip(traces, hz, strict=True):
+                o = score_points(t, strategy.declarations(t, v, passes), h)
+                c.extend(o.cut)
+                d.extend(o.dead_ms)
+                n_pre += o.premature
+            rows_c.append(c)
+            rows_d.append(d)
+            rows_p.append(n_pre)
+        cut[passes] = np.asarray(rows_c, dtype=bool).reshape(len(values), -1)
+        dead[passes] = np.asarray(rows_d, dtype=float).reshape(len(values), -1)
+        pre[passes] = np.asarray(rows_p)
+    return Matrices(values, cut, dead, pre)
+
+
+def _at_value(m: Matrices, value: float, passes: bool) -> dict[str, Any]:
+    """The strategy at one setting: false cut-offs (count, rate, Wilson interval) and dead air."""
+    k = int(np.argmin([abs(v - value) for v in m.values]))
+    cut, dead = m.cut[passes][k], m.dead[passes][k]
+    ci = cv.wilson(int(cut.sum()), cut.size)
+    return {"value": m.values[k], "pauses": int(cut.size), "false_cutoffs": int(cut.sum()),
+            "false_cutoff_rate": None if not cut.size else round(float(cut.mean()), 4),
+            "false_cutoff_ci": None if ci is None else [round(ci[0], 4), round(ci[1], 4)],
+            "ends": int(dead.size), "premature_ends": int(m.premature[passes][k]),
+            "dead_air_p50_ms": cv._r(float(np.percentile(dead, 50))) if dead.size else None,
+            "dead_air_p95_ms": cv._r(float(np.percentile(dead, 95))) if dead.size else None}
+
+
+def group_report(strategy: Strategy, m: Matrices, resamples: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for passes, label in ((False, "passes_removed"), (True, "passes_added")):
+        c = cv.curve(m.values, m.cut[passes], m.dead[passes])
+        f = cv.figures(c)
+        if resamples:
+            f |= cv.bootstrap(m.values, m.cut[passes], m.dead[passes], resamples=resamples)
+        f["at_default"] = _at_value(m, strategy.default, passes)
+        f["curve"] = [{"value": v, "false_cutoff_rate": round(float(r), 4),
+                       "dead_air_p50_ms": cv._r(float(a)), "dead_air_p95_ms": cv._r(float(b))}
+                      for v, r, a, b in zip(m.values, c.rate, c.p50, c.p95, strict=True)]
+        out[label] = f
+    return out
+
+
+def run_bench(docs: Sequence[dict[str, Any]], strategies: Sequence[Strategy], *, resamples: int = 1000,
+              progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Every strategy on every group of turn cases, and the barge-in cases: the bench's whole result."""
+    traces = [trace_of(d) for d in docs if d["kind"] == "turn"]
+    groups = [g for g in GROUPS if any(t.group == g for t in traces)]
+    result: dict[str, Any] = {"groups": {}, "strategies": [], "barge_in": {}}
+    for g in groups:
+        ts = [t for t in traces if t.group == g]
+        result["groups"][g] = {"cases": len(ts), "pauses": sum(p.kind == "pause" for t in ts for p in t.points),
+                               "ends": sum(p.kind == "end" for t in ts for p in t.points)}
+    matrices: dict[tuple[str, str], Matrices] = {}
+    for s in strategies:
+        t0 = time.monotonic()
+        entry: dict[str, Any] = {"strategy": s.name, "knob": s.knob, "default": s.default, "groups": {}}
+        for g in groups:
+            m = sweep(s, [t for t in traces if t.group == g])
+            matrices[(s.name, g)] = m
+            entry["groups"][g] = group_report(s, m, resamples if g in MAIN_GROUPS else 0)
+        result["strategies"].append(entry)
+        if progress is not None:
+            progress(f"{s.name}: swept {len(s.values)} settings in {time.monotonic() - t0:.1f} s")
+    barge = [d for d in docs if d["kind"] == "barge"]
+    outcomes = {passes: [replay_barge(d, passes=passes) for d in barge] for passes in (False, True)}
+    for g in sorted({d["group"] for d in barge}):
+        result["barge_in"][g] = summarise([o for o in outcomes[True] if o.group == g])
+    result["barge_in_cases"] = [o.__dict__ for o in outcomes[True]]
+    result["_matrices"] = matrices
+    return result
+
+
+def main_group(result: dict[str, Any]) -> str | None:
+    return next((g for g in MAIN_GROUPS if g in result["groups"]), next(iter(result["groups"]), None))
+
+
+def json_summary(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The `--json` list: one object per strategy, figures of the main group with pass times removed."""
+    g = main_group(result)
+    out = []
+    for e in result["strategies"]:
+        if g is None:
+            continue
+        rep = e["groups"][g]["passes_removed"]
+        grp = result["groups"][g]
+        out.append({"strategy": e["strategy"], "knob": e["knob"], "group": g,
+                    "cases": grp["pauses"] + grp["ends"], "pauses": grp["pauses"], "ends": grp["ends"],
+                    "dead_air_p50_ms_at": rep["dead_air_p50_ms_at"], "dead_air_p95_ms_at": rep["dead_air_p95_ms_at"],
+                    "false_cutoffs_at": rep["false_cutoffs_at"], "knob_at": rep["knob_at"],
+                    "dead_air_p50_ms_ci_at": rep.get("dead_air_p50_ms_ci_at"),
+                    "false_cutoffs_ci_at": rep.get("false_cutoffs_ci_at"),
+                    "at_default": rep["at_default"],
+                    "with_passes": {k: e["groups"][g]["passes_added"][k]
+                                    for k in ("dead_air_p50_ms_at", "dead_air_p95_ms_at", "false_cutoffs_at",
+                                              "at_default")},
+                    "other_groups": {og: {"at_default": e["groups"][og]["passes_removed"]["at_default"]}
+                                     for og in e["groups"] if og != g}})
+    return out
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    """The curves: dead air (median) against false cut-offs, one line per strategy, pass times removed (solid)
+    and added (dashed), per main group; eot-bench's published 5 % points for reference."""
+    g = main_group(result)
+    fig = Figure(figsize=(8, 5.5))  # the object API: no pyplot state, no display backend
+    ax = fig.subplots()
+    for i, e in enumerate(result["strategies"]):
+        if g is None:
+            break
+        color = f"C{i}"
+        for label, style in (("passes_removed", "-"), ("passes_added", "--")):
+            pts = [(p["false_cutoff_rate"] * 100, p["dead_air_p50_ms"]) for p in e["groups"][g][label]["curve"]
+                   if p["dead_air_p50_ms"] is not None]
+            pts.sort()
+            if pts:
+                xs, ys = zip(*pts, strict=True)
+                ax.step(xs, ys, style, color=color, where="post",
+                        label=f"{e['strategy']} ({'pass times removed' if style == '-' else 'added, this machine'})")
+        d = e["groups"][g]["passes_removed"]["at_default"]
+        if d["false_cutoff_rate"] is not None and d["dead_air_p50_ms"] is not None:
+            ax.plot([d["false_cutoff_rate"] * 100], [d["dead_air_p50_ms"]], "o", color=color)
+    for name, ms in (("LiveKit v1", 543), ("smart-turn v3.2", 1051), ("Deepgram Flux", 1151), ("VAD only", 1600)):
+        ax.plot([5], [ms], "x", color="grey")
+        ax.annotate(f"eot-bench: {name}", (5, ms), textcoords="offset points", xytext=(4, 2), fontsize=7, color="grey")
+    ax.set_xlabel("false cut-offs (% of mid-turn pauses)")
+    ax.set_ylabel("dead air after the true end of speech, median (ms)")
+    ax.set_xlim(0, 100)
+    ax.set_ylim(0, 3500)
+    ax.grid(alpha=0.3)
+    ax.set_title(f"voicelab bench turns: {g} ({result['groups'].get(g, {}).get('pauses', 0)} pauses, "
+                 f"{result['groups'].get(g, {}).get('ends', 0)} ends); dots: shipped settings", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def strip_private(result: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in result.items() if not k.startswith("_")}
+
+
+def fmt_ms(x: float | None) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.0f}"
