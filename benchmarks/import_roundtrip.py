@@ -122,6 +122,9 @@ def roundtrip(run: Path, work: Path, replay: bool, asr: Any) -> dict[str, Any]:
         "same_turns": sum(r["same_turns"] for r in rows), "same_expect": sum(r["same_expect"] for r in rows),
         "same_after": sum(r["same_after"] for r in rows),
         "delay_within_goal": sum(r.get("delay_err_ms", 1e9) <= DELAY_GOAL_MS for r in rows),
+        "delay_turns_within_goal": sum(abs(a - b) * 1000 <= DELAY_GOAL_MS for r in ok
+                                       for a, b in zip(r["delay_source"], r["delay_imported"], strict=True)),
+        "delay_turns": sum(len(r["delay_source"]) for r in ok),
         "delay_err_ms_max": max((r["delay_err_ms"] for r in ok), default=None),
         "delay_err_played_ms_max": max((r["delay_err_played_ms"] for r in ok), default=None),
         "onset_delay_err_ms_max": max((r["onset_delay_err_ms"] for r in ok), default=None),
@@ -156,7 +159,8 @@ def main() -> None:
            "goals": {"delay_ms": DELAY_GOAL_MS, "wer_points": WER_GOAL_POINTS}, "runs": results}
     for r in results:
         print(f"{r['run']}: {r['calls']} calls, same turns {r['same_turns']}, same expect {r['same_expect']}, "
-              f"same rule kinds {r['same_after']}, delays within {DELAY_GOAL_MS:g} ms {r['delay_within_goal']} "
+              f"same rule kinds {r['same_after']}, delays within {DELAY_GOAL_MS:g} ms: {r['delay_within_goal']} calls, "
+              f"{r['delay_turns_within_goal']} of {r['delay_turns']} turns "
               f"(max {r['delay_err_ms_max']} ms; {r['delay_err_played_ms_max']} ms against the delay as played; to the "
               f"speech onset {r['onset_delay_err_ms_max']} / {r['onset_delay_err_played_ms_max']} ms), "
               f"boundaries max {r['boundary_err_ms_max']} ms, WER imported {r['wer_imported_mean']} vs bench "

@@ -136,7 +136,8 @@ def test_summary_known_answers() -> None:
     assert s["far_ms"] == {"p50": 700.0, "p95": 790.0, "n": 2,  # 600 + 0.95 * (800 - 600)
                            "p50_ci": [600.0, 800.0], "p95_ci": [600.0, 800.0]}  # resamples of 2 values
     assert s["far_breakdown_ms"] == {"endpointing": 250.0, "stt": 75.0, "engine_first_commit": 175.0,
-                                     "tts_first_audio": 90.0, "playout": 100.0}
+                                     "tts_first_audio": 90.0, "playout": 100.0,
+                                     "vad_stop": None, "stt_final_wait": None, "rule_wait": None}  # no VAD stops
     assert s["stop_latency_ms"] == {"p50": 200.0, "p95": 200.0, "n": 1, "p50_ci": None, "p95_ci": None}
     assert s["recovery_ms"] == {"p50": 600.0, "p95": 600.0, "n": 1, "p50_ci": None, "p95_ci": None}
     assert s["heard_text_word_errors"] == 1
@@ -158,7 +159,8 @@ def test_no_samples_give_null_never_zero() -> None:
     assert (s["calls"], s["turns"]) == (1, 1)
     assert s["far_ms"] == {"p50": None, "p95": None, "n": 0, "p50_ci": None, "p95_ci": None}
     assert s["far_breakdown_ms"] == dict.fromkeys(
-        ("endpointing", "stt", "engine_first_commit", "tts_first_audio", "playout"))
+        ("endpointing", "stt", "engine_first_commit", "tts_first_audio", "playout", "vad_stop", "stt_final_wait",
+         "rule_wait"))
     assert s["stop_latency_ms"]["p50"] is None and s["recovery_ms"]["n"] == 0
     assert s["heard_text_word_errors"] is None and s["false_barge_ins"] is None
     assert s["revisions"] == {"churn": None, "post_synthesis": None, "audible": None, "spoken_words": 0,
@@ -452,3 +454,44 @@ def test_endpointing_splits_into_vad_stop_final_reading_and_rule_wait() -> None:
     assert (early["vad_stop_ms"], early["stt_final_wait_ms"], early["rule_wait_ms"]) == (250, 0, 400)
     none = _critical_path(ns(1000), replace(at, vad_stop=None), ns(1800))
     assert none["vad_stop_ms"] is None and none["endpointing_ms"] == 650
+
+
+def test_an_unheard_abandoned_reply_is_not_the_turns_reply() -> None:
+    """The caller pauses 1 s mid-request; the bot starts "hello," (paused after 30 ms: nothing audible), the
+    caller's words stop it, and the real reply follows the true end of the turn. The breakdown follows the
+    reply that was heard, the heard text is nothing cut, and the unheard reply is no audible revision."""
+    evs = [
+        ev(-1, 0, K.CALL_START),
+        ev(0, 500, K.CALLER_SPEECH_START, expect=None),
+        ev(0, 1500, K.VAD_STOP),  # the 1 s pause inside the request
+        ev(0, 1700, K.TURN_END),  # ... taken for the end of the turn
+        ev(0, 1710, K.LLM_REQUEST),
+        snap(0, 1720, "hello,"),
+        ev(0, 1730, K.GATE_COMMIT, chunk_id=0, text="hello,", start_char=0, end_char=6),
+        ev(0, 1740, K.TTS_REQUEST, chunk_id=0, text="hello,"),
+        ev(0, 1790, K.TTS_FIRST_AUDIO, chunk_id=0),
+        ev(0, 1800, K.PLAYOUT_START, chunk_id=0, text="hello,"),
+        ev(0, 1830, K.PLAYOUT_STOP, chunk_id=0, text="hello,", played="", interrupted=True),
+        ev(0, 1835, K.CONTEXT_UPDATE, content="hello,", interrupted=True),
+        ev(0, 3000, K.CALLER_SPEECH_END),  # the caller went on and finished at 3000
+        ev(0, 3250, K.VAD_STOP),
+        ev(0, 3300, K.STT_FINAL, text="can you check my order 5 1 2 0 8"),
+        ev(0, 3450, K.TURN_END),
+        ev(0, 3450, K.LLM_REQUEST),
+        snap(0, 3480, "your order"),
+        ev(0, 3500, K.GATE_COMMIT, chunk_id=1, text="your order", start_char=0, end_char=10),
+        ev(0, 3510, K.TTS_REQUEST, chunk_id=1, text="your order"),
+        ev(0, 3560, K.TTS_FIRST_AUDIO, chunk_id=1),
+        ev(0, 3570, K.PLAYOUT_START, chunk_id=1, text="your order"),
+        ev(0, 3600, K.BOT_AUDIBLE_ONSET),
+        ev(0, 4000, K.PLAYOUT_STOP, chunk_id=1, text="your order"),
+        ev(-1, 5000, K.CALL_END),
+    ]
+    row = turn_table(evs)[0]
+    assert row["far_ms"] == 600  # 3000 -> 3600
+    assert (row["endpointing_ms"], row["vad_stop_ms"], row["stt_final_wait_ms"], row["rule_wait_ms"]) == (
+        450, 250, 50, 150)
+    assert row["playout_ms"] == 40  # 3560 -> 3600, not the whole FAR
+    assert not row["false_cut_in"]
+    assert row["heard_word_errors"] is None and not row["interrupted"]  # nothing of "hello," was heard
+    assert not row["audible"]

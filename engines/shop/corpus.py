@@ -187,13 +187,28 @@ def address(r: random.Random) -> Example:
 class CorpusRandom(random.Random):
     """The corpus's random stream, carrying the share of callers' names drawn beyond the shop's 40."""
 
-    def __init__(self, seed: int, open_names: float = 0.0) -> None:
+    def __init__(self, seed: int, open_names: float = 0.0, tails: float = 0.0) -> None:
         super().__init__(seed)
         self.open_names = open_names
+        self.tails = tails  # share of requests that end with a few words carrying no slot ("... for me please")
 
 
 def _open_share(r: random.Random) -> float:
     return getattr(r, "open_names", 0.0)
+
+
+# words a caller may put after a request that carry no slot: the slots are where the words say, not at the end
+TAILS = ("please", "thanks", "thank you", "for me", "if you can", "if possible", "if that is okay", "thanks a lot",
+         "if that works", "cheers", "when you get a chance", "please and thank you")
+_TAIL_INTENTS = ("hours", "book", "book_ask_name", "book_name_followup", "reschedule", "cancel", "order_status",
+                 "readback_phone")
+
+
+def _tail(text: str, r: random.Random) -> str:
+    share = getattr(r, "tails", 0.0)
+    if share and r.random() < share:  # no draw at share 0: the default corpus stays byte-identical
+        return f"{text} {r.choice(TAILS)}"
+    return text
 
 
 def _name(r: random.Random) -> str:
@@ -406,6 +421,7 @@ def _missing_slot(r: random.Random) -> Example:
     else:  # the shop's order numbers have five digits: fewer or more were misheard
         n = r.choice((3, 4, 6))
         omit, u = "number", PH.order_request(r, _spell(_digits(r, n)) if r.random() < 0.5 else None)
+    u = _tail(u, r)
     return Example("clarify", [{"role": "user", "content": u}], render("clarify_day" if omit == "day" else "clarify"))
 
 
@@ -421,7 +437,7 @@ def clarify(r: random.Random) -> Example:
         # with open names any word may be a name: a misheard name is dropped or a function word, never a
         # sound-alike, else "die anna" would teach the model to doubt names it should copy
         plain = (src.slots.get("name", ""),) if _open_share(r) else ()
-        u = damage(src.messages[-1]["content"], r, ess, as_function_word=AS_FUNCTION_WORD, plain=plain)
+        u = damage(_tail(src.messages[-1]["content"], r), r, ess, as_function_word=AS_FUNCTION_WORD, plain=plain)
         return Example("clarify", src.messages[:-1] + [{"role": "user", "content": u}], render("clarify"))
     if x < 0.8:  # a day the shop cannot resolve
         vague = r.choice(_VAGUE_DAYS)
@@ -456,6 +472,7 @@ MISSING = 0.5
 TRAIN_N = 40000
 TRAIN_SEED = 0
 TRAIN_OPEN_NAMES = 0.5  # half the callers' names from engines/shop/names.py, so the models learn to copy a name
+TRAIN_TAILS = 0.25  # a quarter of the requests end with a courtesy tail ("... for me please")
 # share of the destroyed essential words of a clarify request heard as a short function word
 AS_FUNCTION_WORD = 0.3
 # share of in-domain requests given light recogniser noise that keeps slot values and cues
@@ -506,6 +523,8 @@ def _with_history(e: Example, r: random.Random) -> Example:
 def draw(intent: str, r: random.Random, noise: bool = True) -> Example:
     """One example of `intent`, with light recogniser noise and earlier turns as a real call has them."""
     e = GENERATORS[intent](r)
+    if intent in _TAIL_INTENTS:
+        e.messages[-1] = {"role": "user", "content": _tail(e.messages[-1]["content"], r)}
     if noise and intent not in ("fallback", "clarify") and r.random() < LIGHT_NOISE:
         e = _with_light_noise(e, r)
     if intent != "greeting" and intent not in _OWN_HISTORY and r.random() < HISTORY:
@@ -513,10 +532,11 @@ def draw(intent: str, r: random.Random, noise: bool = True) -> Example:
     return e
 
 
-def generate(n: int, seed: int, open_names: float = 0.0) -> list[Example]:
+def generate(n: int, seed: int, open_names: float = 0.0, tails: float = 0.0) -> list[Example]:
     """n examples, reproducible from the seed; `open_names`: share of callers' names beyond the shop's 40
-    (engines/shop/names.py; the tiny models train with TRAIN_OPEN_NAMES, the default keeps the shop's 40)."""
-    r = CorpusRandom(seed, open_names)
+    (engines/shop/names.py), `tails`: share of requests ending with words that carry no slot (`TAILS`). The tiny
+    models train with TRAIN_OPEN_NAMES and TRAIN_TAILS; the defaults keep the corpus the earlier weights saw."""
+    r = CorpusRandom(seed, open_names, tails)
     names, weights = list(WEIGHTS), [WEIGHTS[k] for k in WEIGHTS]
     return [draw(r.choices(names, weights)[0], r) for _ in range(n)]
 

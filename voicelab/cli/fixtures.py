@@ -118,5 +118,6 @@ def import_(
     for folder in written:
         fx = load_fixture(folder)
         asr = sum(t.text_source == "asr" for t in fx.turns)
-        typer.echo(f"imported {folder}: {len(fx.turns)} turns, {asr} machine-read, {len(fx.guesses)} guessed")
+        n = len(fx.turns)
+        typer.echo(f"imported {folder}: {n} turn{'s' * (n != 1)}, {asr} machine-read, {len(fx.guesses)} guessed")
     typer.echo(f"{len(written)} fixtures in {out}; play them with: voicelab run {out}")

@@ -57,7 +57,8 @@ from voicelab.measure.pauses import pauses_by_turn
 from voicelab.speech.wer import word_error_rate
 
 K = EventKind
-BREAKDOWN_PARTS = ("endpointing", "stt", "engine_first_commit", "tts_first_audio", "playout")
+BREAKDOWN_PARTS = ("endpointing", "stt", "engine_first_commit", "tts_first_audio", "playout",
+                   "vad_stop", "stt_final_wait", "rule_wait")  # the last three: endpointing's own parts
 
 
 # ---- small numeric helpers -----------------------------------------------------------------------------
@@ -303,7 +304,32 @@ def _attributed_reply(evs: list[Event], turn: int) -> list[Event]:
     if misses:
         stale = (K.LLM_REQUEST, K.GATE_COMMIT, K.TTS_REQUEST, K.TTS_FIRST_AUDIO, K.ENGINE_SNAPSHOT, K.ENGINE_DONE)
         reply = [e for e in reply if not (e.kind in stale and e.t_ns < max(misses))]
-    return reply
+    return _drop_unheard_attempts(reply, evs)
+
+
+_ATTEMPT_KINDS = (K.TURN_END, K.TURN_DECISION, K.LLM_REQUEST, K.ENGINE_SNAPSHOT, K.ENGINE_DONE, K.GATE_COMMIT,
+                  K.TOOL_CALL, K.TTS_REQUEST, K.TTS_FIRST_AUDIO, K.TTS_AUDIO_DONE, K.PLAYOUT_START, K.PLAYOUT_STOP,
+                  K.PLAYOUT_PAUSE, K.PLAYOUT_RESUME, K.CONTEXT_UPDATE, K.SPECULATIVE_REQUEST, K.SPECULATIVE_RESULT)
+
+
+def _drop_unheard_attempts(reply: list[Event], evs: list[Event]) -> list[Event]:
+    """A reply the caller never heard is not the reply: when a turn ended more than once (the bot began an
+    answer inside a pause, the caller's words stopped it before anything was audible, and the real answer
+    followed the end of the turn), the attempts that made no audible sound are dropped, so the breakdown,
+    the heard text and the revisions follow the reply that was heard. An attempt that was audible stays (an
+    answer audible inside the caller's speech is a false cut-in)."""
+    ends = sorted(e.t_ns for e in reply if e.kind == K.TURN_END)
+    if len(ends) < 2:
+        return reply
+    bounds = [*ends, None]
+    turn = reply[0].turn
+
+    def audible(lo: int, hi: int | None) -> bool:
+        return any(e.kind == K.BOT_AUDIBLE_ONSET and e.turn in (turn, -1) and e.t_ns >= lo
+                   and (hi is None or e.t_ns < hi) for e in evs)
+
+    unheard = [(lo, hi) for lo, hi in zip(bounds[:-2], bounds[1:-1], strict=True) if not audible(lo, hi)]
+    return [e for e in reply if not (e.kind in _ATTEMPT_KINDS and any(lo <= e.t_ns < hi for lo, hi in unheard))]
 
 
 def _preemptive(reply: list[Event]) -> tuple[str | None, float]:
@@ -628,6 +654,17 @@ def _truth_p95(rows: list[dict[str, Any]], truth: Iterable[Mapping[str, Any]] | 
     return _r(percentile(diffs, 95))
 
 
+def _unreliable_readings(evs: list[Event]) -> dict[str, Any] | None:
+    """Turn ends decided on a reading the recogniser-reliability test rejects, by reason (`turn_decision` rows;
+    None when the run logged none: a turn rule other than `decide`)."""
+    decisions = [e for e in evs if e.kind == K.TURN_DECISION]
+    if not decisions:
+        return None
+    reasons = [e.payload.get("unreliable_reason") or "avg_logprob" for e in decisions
+               if e.payload.get("words_reliable") is False]
+    return {"n": len(reasons), "of": len(decisions), "by_reason": {r: reasons.count(r) for r in sorted(set(reasons))}}
+
+
 def summarize(events: Iterable[Event], config: Mapping[str, Any],
               truth: Iterable[Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """summary.json (docs/metrics.md) for one configuration.
@@ -676,6 +713,7 @@ def summarize(events: Iterable[Event], config: Mapping[str, Any],
         "resume_gap_ms": latency_stats(_vals(rows, "resume_gap_ms")),
         "false_cut_ins": sum(1 for r in rows if r["false_cut_in"]),
         "stt_wer": _wer_stats(_vals(rows, "stt_wer")),
+        "unreliable_readings": _unreliable_readings(evs),
         "answers": _answer_stats(rows),
         "tool_calls": _tool_call_stats(evs),
         "first_token_to_audio_ms": latency_stats(_vals(answered, "first_token_to_audio_ms")),

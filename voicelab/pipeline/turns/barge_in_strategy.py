@@ -195,7 +195,7 @@ class PauseThenDecide(BaseUserTurnStartStrategy):
         elif isinstance(frame, (TranscriptionFrame, InterimTranscriptionFrame)) and self._pause is not None:
             conf = frame.result  # the recogniser's own figures (Whisper's `SttConfidence`; None for others)
             self._pause.hear(frame.text, self.judge, final=isinstance(frame, TranscriptionFrame),
-                             reliable=result_reliable(conf),
+                             reliable=result_reliable(conf, text=frame.text),  # a decoder loop is no evidence either
                              # P(complete) of any reading short of the safety rule's count: a short sound read
                              # as three words is judged by what the speech can hold (rules.barge_in)
                              complete=self.complete, fragment_words=self.thresholds.safety_words - 1,

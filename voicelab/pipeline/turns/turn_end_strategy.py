@@ -55,7 +55,7 @@ from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind
 from voicelab.pipeline.frames import PreemptFrame
 from voicelab.rules.turn_end import TurnThresholds, required_silence_ms, text_p_complete
-from voicelab.speech.reliability import confidence_figure, result_reliable
+from voicelab.speech.reliability import confidence_figure, result_unreliable_reason
 
 K = EventKind
 
@@ -188,7 +188,9 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
         """Apply the rule to the silence so far; True once the turn was ended."""
         silence_ms = (time.monotonic() - (self._speech_end or time.monotonic())) * 1000.0
         logprob = confidence_figure(self._scored_conf, "avg_logprob")
-        reliable = result_reliable(self._scored_conf)
+        # Whisper's own decode test, plus a decoder loop in the words scored ("wait wait wait wait wait")
+        why_unreliable = result_unreliable_reason(self._scored_conf, text=self._scored_text)
+        reliable = why_unreliable is None
         # words the recogniser does not trust may be left out as evidence (off by default: TurnThresholds)
         text_p = self._text_p if reliable or not self._th.drop_unreliable_words else None
         need, why = required_silence_ms(self._audio_p, text_p, self._th, self._resumed_pause_ms)
@@ -206,7 +208,7 @@ class DecidingTurnStopStrategy(BaseUserTurnStopStrategy):
                 "silence_ms": round(silence_ms, 1), "required_ms": need, "reason": why,
                 "resumed_pause_ms": round(self._resumed_pause_ms, 1),
                 "stt_avg_logprob": None if logprob is None else round(logprob, 3), "words_reliable": reliable,
-                "words_used": text_p is not None})
+                "unreliable_reason": why_unreliable, "words_used": text_p is not None})
         await self.trigger_user_turn_stopped()
         return True
 
