@@ -34,6 +34,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,37 +160,39 @@ def test_every_voicelab_example_parses() -> None:
 T_ONE = "test_one_call_report_compare_and_a_profile_matrix"
 T_HOSTED = "test_hosted_engine_against_the_mock_engine_and_probe"
 T_LINE = "test_live_demo_servers_and_the_phone_line"
-T_OWN = "test_own_calls_imported_played_and_benched"
-T_BUILD = "test_fixtures_build"
-T_SLOW = "test_slow_example"
+T_OWN = "test_own_calls_imported_checked_and_benched"
+T_BUILD = "test_fixtures_build_one"
+T_SLOW_RUN = "test_slow_main_runs"
+T_SLOW_MATRIX = "test_slow_long_answer_profile_matrix"
+T_SLOW_PLAY = "test_slow_own_calls_played"
+T_SLOW_BUILD = "test_slow_fixtures_build_the_suite"
 
 TABLE: dict[str, tuple[str, str]] = {
     # README.md, Quick start
-    "voicelab run": (T_SLOW, "as written in a work folder (the main job)"),
-    "voicelab run real": (T_SLOW, "as written in a work folder (the real recordings)"),
+    "voicelab run": (T_SLOW_RUN, "as written (the main job)"),
+    "voicelab run real": (T_SLOW_RUN, "as written"),
     "voicelab run single_question --stt transcript --json": (
-        T_ONE, "as written; its run folder is runs/RUN, runs/A, call.wav and calls/*.wav elsewhere"),
+        T_ONE, "as written; its run folder is runs/RUN and runs/A, its recording call.wav and calls/*.wav"),
     "voicelab report runs/RUN": (T_ONE, "runs/RUN: a link to the --json run's folder"),
     "voicelab compare runs/A runs/B --fail-on far_p95:+50ms": (
         T_ONE, "runs/A: the --json run, runs/B: the celeris-1 matrix's pinned run (same fixture); exit 0, 1 "
-               "(regression) or 3 (one turn each: undecided) are its documented verdicts"),
-    "voicelab serve": (T_LINE, "--port P added (a free loopback port); GET / answers; the same server as "
-                               "docs/phone-line.md's `voicelab serve --port 8000`"),
+               "or 3 (one turn a side: undecided) are its documented verdicts, 2 (bad input) fails"),
+    "voicelab serve": (T_LINE, "--port P added; GET / answers; the server the phone-line calls use"),
     "voicelab mock-engine": (T_HOSTED, "--port P added; GET /v1/models answers"),
     "voicelab run weekly_hours --stt transcript --engine openai:gemini-2.5-flash "
     "--base-url http://127.0.0.1:8808/v1": (T_HOSTED, "8808 -> the mock engine's port P"),
     "voicelab probe profile:mercury-2": (T_HOSTED, "as written"),
     "voicelab call ws://HOST:PORT/media-stream single_question": (T_LINE, "HOST:PORT -> the `voicelab serve`"),
     "voicelab fixtures import call.wav --out my_calls": (T_OWN, "call.wav: the --json run's stereo recording"),
-    "voicelab bench turns --fixtures my_calls/call": (T_OWN, "my_calls/call: the README import's fixture"),
+    "voicelab bench turns --fixtures my_calls/call": (T_OWN, "my_calls/call: that import's fixture"),
     # docs/engine-profiles.md
     "voicelab run single_question --stt transcript --matrix profiles:celeris-1": (T_ONE, "as written"),
-    "voicelab run weekly_hours --stt transcript --matrix profiles:gpt-4.1-mini": (T_HOSTED, "as written"),
+    "voicelab run weekly_hours --stt transcript --matrix profiles:gpt-4.1-mini": (T_SLOW_MATRIX, "as written"),
     # docs/fixtures.md
     "voicelab fixtures check audio_fixtures/my_call": (
-        T_OWN, "audio_fixtures/my_call: a copy of the README import's fixture in the work folder"),
-    "voicelab fixtures build": (T_BUILD, "as written: the suite goes to the work folder's audio_fixtures/"),
-    "voicelab fixtures build --only NAME": (T_BUILD, "NAME -> single_question"),
+        T_OWN, "audio_fixtures/my_call: a copy of the README import's fixture, in the work folder"),
+    "voicelab fixtures build": (T_SLOW_BUILD, "as written: the suite goes to the work folder's audio_fixtures/"),
+    "voicelab fixtures build --only NAME": (T_BUILD, "NAME -> single_question; to the work folder"),
     # docs/live-demo.md
     "voicelab serve --engine ar --policy prefix": (T_LINE, "--port P added; GET / answers"),
     "voicelab serve --host 0.0.0.0 --port 8000 --max-sessions 2 --allow-origin https://example.org": (
@@ -204,31 +207,39 @@ TABLE: dict[str, tuple[str, str]] = {
     "--expect-fallback": (T_OWN, "support.flac: the --json run's recording, channels swapped (caller right)"),
     ".venv/bin/voicelab fixtures list my_calls": (T_OWN, "after the three imports"),
     ".venv/bin/voicelab fixtures check my_calls": (T_OWN, "after the three imports"),
-    ".venv/bin/voicelab run my_calls": (T_OWN, "after the three imports: plays all three"),
+    ".venv/bin/voicelab run my_calls": (T_SLOW_PLAY, "after the three imports (as in the fast test): plays all three"),
     # docs/phone-line.md
     "voicelab call ws://127.0.0.1:8765/media-stream single_question": (
         T_LINE, "8765 -> the reference agent's port (docs/phone-line.md shows it twice)"),
     "voicelab call wss://agent.example.com/media-stream single_question --repeat 2 "
     "--header \"Authorization: Bearer $TOKEN\" --param caller=+15550100": (
         T_LINE, "wss://agent.example.com -> ws://127.0.0.1:P of the reference agent; TOKEN set in the env"),
-    "voicelab serve --port 8000": (T_LINE, "8000 -> P: the `voicelab serve` server above"),
+    "voicelab serve --port 8000": (T_LINE, "8000 -> P: `voicelab serve` with its port, the same server"),
     "voicelab call ws://127.0.0.1:8000/media-stream single_question": (T_LINE, "8000 -> the serve's port P"),
     "python examples/pipecat_phone_agent.py --port 8765": (
-        T_LINE, "8765 -> P; examples/ linked into the work folder; answers HTTP"),
+        T_LINE, "8765 -> P; examples/ linked into the work folder; answers HTTP (404: WebSocket only)"),
     # docs/turn-bench.md
     "voicelab bench turns --fixtures my_call/ --fixtures other_call/": (
-        T_OWN, "my_call/: a copy of the own-calls import of calls/*.wav; other_call/: a copy of "
-               "audio_fixtures/hr_question_close"),
+        T_OWN, "my_call/: a copy of the import of calls/*.wav; other_call/: a copy of hr_question_close"),
     "voicelab bench turns --fixtures my_call/ --json --out benchmarks/results/turn_bench": (
-        T_OWN, "as written in the own-calls work folder"),
-    "voicelab bench turns --fixtures my_call/ --strategy mypkg.turns:MyStrategy": (
-        T_OWN, "mypkg/turns.py: the page's own ```python strategy, the work folder on PYTHONPATH"),
+        T_OWN, "as written, in the work folder"),
+    "voicelab bench turns --fixtures my_call/ --strategy mypkg.turns:mine": (
+        T_OWN, "mypkg/turns.py: the page's own ```python strategy; the work folder on PYTHONPATH"),
 }
 
 SLOW: dict[str, str] = {  # at most five, each with its reason
-    "voicelab run": "the main job: 14 recorded calls through the real pipeline, about 4-5 minutes on 2 cores",
-    "voicelab run real": "five real recordings (9 turns) through the real pipeline with Whisper, over a minute",
+    "voicelab run": "the main job: 14 recorded calls in real time through the real pipeline, 4-5 minutes",
+    "voicelab run real": "five real recordings (9 turns) in real time with Whisper, about 2 minutes",
+    "voicelab run weekly_hours --stt transcript --matrix profiles:gpt-4.1-mini":
+        "two real-time calls of the longest fixture (three turns, a 45-token answer), about 1-2 minutes",
+    ".venv/bin/voicelab run my_calls": "three imported calls in real time with Whisper, about a minute",
+    "voicelab fixtures build": "synthesises all 36 suite fixtures (espeak-ng and Piper), about 30 s",
 }
+
+
+def _is_slow(test: str) -> bool:
+    fn = getattr(sys.modules[__name__], test)
+    return any(m.name == "slow" for m in getattr(fn, "pytestmark", []))
 
 
 def test_every_example_is_in_the_table_and_every_entry_in_the_docs() -> None:
@@ -240,16 +251,25 @@ def test_every_example_is_in_the_table_and_every_entry_in_the_docs() -> None:
     assert not missing + stale, "\n".join(missing + stale)
 
 
-def test_the_table_names_tests_of_this_file_and_few_slow_ones() -> None:
+def test_the_table_names_tests_of_this_file_and_at_most_five_slow_examples() -> None:
     here = sys.modules[__name__]
     assert not [t for t, _how in TABLE.values() if not callable(getattr(here, t, None))]
-    assert len(SLOW) <= 5 and set(SLOW) <= set(TABLE)
-    assert all(TABLE[c][0] == T_SLOW for c in SLOW) and all(c in SLOW for c, (t, _h) in TABLE.items() if t == T_SLOW)
+    assert len(SLOW) <= 5 and set(SLOW) <= set(TABLE) and all(SLOW.values())
+    wrong = [c for c, (t, _how) in TABLE.items() if _is_slow(t) != (c in SLOW)]
+    assert not wrong, f"marked slow or not, unlike SLOW: {wrong}"
 
 
 # ---- running them ---------------------------------------------------------------------------------------------
 
 RAN: dict[str, str] = {}  # example -> the command line that ran it
+JOBS: list[Job] = []  # started by the test now running (or its fixtures): none outlives it
+
+
+@pytest.fixture(autouse=True)
+def _stop_what_the_test_started() -> Iterator[None]:
+    yield
+    while JOBS:
+        JOBS.pop().stop()
 
 
 def free_port() -> int:
@@ -295,6 +315,7 @@ class Job:
                                          env=env(extra_env), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                          start_new_session=True)
         RAN[cmd] = line
+        JOBS.append(self)
 
     def output(self) -> str:
         return self.out.read_text(encoding="utf-8", errors="replace")
@@ -403,12 +424,9 @@ def test_one_call_report_compare_and_a_profile_matrix(base: Base) -> None:
 
 
 def test_hosted_engine_against_the_mock_engine_and_probe(tmp_path: Path) -> None:
-    work = workdir(tmp_path / "hosted")
-    pwork = workdir(tmp_path / "probe")
-    mwork = workdir(tmp_path / "matrix")
+    work, pwork = workdir(tmp_path / "hosted"), workdir(tmp_path / "probe")
     port = free_port()
     probe = Job("voicelab probe profile:mercury-2", pwork)
-    matrix = Job("voicelab run weekly_hours --stt transcript --matrix profiles:gpt-4.1-mini", mwork)
     mock = Server("voicelab mock-engine", work, {"voicelab mock-engine": f"voicelab mock-engine --port {port}"},
                   port, "/v1/models")
     try:
@@ -422,9 +440,15 @@ def test_hosted_engine_against_the_mock_engine_and_probe(tmp_path: Path) -> None
     assert json.loads((hosted / "summary.json").read_text(encoding="utf-8"))["far_ms"]["n"] >= 1
     probe.finish()
     assert (pwork / "runs" / "probe" / "profile-mercury-2" / "probe.json").is_file()
-    matrix.finish()
-    assert len(run_folders(mwork / "runs")) == 2
     all_ran(T_HOSTED)
+
+
+@pytest.mark.slow
+def test_slow_long_answer_profile_matrix(tmp_path: Path) -> None:
+    work = workdir(tmp_path / "matrix")
+    run("voicelab run weekly_hours --stt transcript --matrix profiles:gpt-4.1-mini", work)
+    assert len(run_folders(work / "runs")) == 2  # pinned and final
+    all_ran(T_SLOW_MATRIX)
 
 
 def test_live_demo_servers_and_the_phone_line(tmp_path: Path) -> None:
@@ -509,76 +533,92 @@ def _strategy_code() -> str:
     return m.group(1)
 
 
-def test_own_calls_imported_played_and_benched(base: Base, tmp_path: Path) -> None:
+def _import_own_calls(base: Base, own: Path) -> None:
+    """docs/own-calls.md's three sources, made real in `own`, imported into my_calls in the page's order (the
+    first into an empty my_calls: a folder already holding fixtures is refused)."""
     import soundfile as sf
 
-    # README: import one recording, check it where fixtures live, bench it
-    readme = workdir(tmp_path / "readme")
-    shutil.copy(base.wav, readme / "call.wav")
-    r_import = Job("voicelab fixtures import call.wav --out my_calls", readme)
-    # docs/own-calls.md: three kinds of source into my_calls
-    own = workdir(tmp_path / "own")
     (own / "calls").mkdir()
     shutil.copy(base.wav, own / "calls" / base.wav.name)
     _write_live_session(base.wav, own / "runs" / "live" / "20261202-101500-live-pc1")
     x, sr = sf.read(base.wav, dtype="int16")
     sf.write(own / "support.flac", x[:, ::-1], sr)  # the caller on the right
-    shutil.copytree(FIXTURES / "hr_question_close", own / "other_call")
-    (own / "mypkg").mkdir()
-    (own / "mypkg" / "__init__.py").write_text("", encoding="utf-8")
-    (own / "mypkg" / "turns.py").write_text(_strategy_code(), encoding="utf-8")
-
-    for cmd in (".venv/bin/voicelab fixtures import calls/*.wav --out my_calls",  # in order: my_calls first
+    for cmd in (".venv/bin/voicelab fixtures import calls/*.wav --out my_calls",
                 ".venv/bin/voicelab fixtures import runs/live/20261202-101500-live-pc1 --out my_calls/live "
                 "--name live",
                 ".venv/bin/voicelab fixtures import support.flac --out my_calls/support --caller-channel right "
                 "--expect-fallback"):
         run(cmd, own)
     assert len(list((own / "my_calls").rglob("fixture.json"))) == 3
+
+
+def test_own_calls_imported_checked_and_benched(base: Base, tmp_path: Path) -> None:
+    # README: one recording imported, checked where fixtures live, benched; beside the own-calls page's steps
+    readme = workdir(tmp_path / "readme")
+    shutil.copy(base.wav, readme / "call.wav")
+    r_import = Job("voicelab fixtures import call.wav --out my_calls", readme)
+    own = workdir(tmp_path / "own")
+    _import_own_calls(base, own)
     listed = Job(".venv/bin/voicelab fixtures list my_calls", own)
     checked = Job(".venv/bin/voicelab fixtures check my_calls", own)
-    played = Job(".venv/bin/voicelab run my_calls", own)
-    (first,) = (own / "my_calls").glob("*/fixture.json")  # the import of calls/*.wav
+    # docs/turn-bench.md: the first import as my_call/, a bundled real recording as other_call/, the page's
+    # own strategy as mypkg/turns.py
+    (first,) = (own / "my_calls").glob("*/fixture.json")
     shutil.copytree(first.parent, own / "my_call")
+    shutil.copytree(FIXTURES / "hr_question_close", own / "other_call")
+    (own / "mypkg").mkdir()
+    (own / "mypkg" / "__init__.py").write_text("", encoding="utf-8")
+    (own / "mypkg" / "turns.py").write_text(_strategy_code(), encoding="utf-8")
     bench1 = Job("voicelab bench turns --fixtures my_call/ --fixtures other_call/", own)
     assert len(listed.finish().strip().splitlines()) >= 3
     assert "3 of 3 fixtures pass" in checked.finish()
-    bench1.finish()
-    bench_env = {"PYTHONPATH": str(own)}  # mypkg importable, as on a reader's path
+    bench1.finish()  # fills the score cache for my_call/: the next two replay it
     bench2 = Job("voicelab bench turns --fixtures my_call/ --json --out benchmarks/results/turn_bench", own)
-    bench3 = Job("voicelab bench turns --fixtures my_call/ --strategy mypkg.turns:MyStrategy", own,
-                 extra_env=bench_env)
+    bench3 = Job("voicelab bench turns --fixtures my_call/ --strategy mypkg.turns:mine", own,
+                 extra_env={"PYTHONPATH": str(own)})
     summary = json.loads(bench2.finish())
     assert {s["strategy"] for s in summary} >= {"timeout", "smart"}
     assert (own / "benchmarks" / "results" / "turn_bench" / "turn_bench.json").is_file()
     assert "mine" in bench3.finish()
 
     r_import.finish()
-    (imported,) = (readme / "my_calls").rglob("fixture.json")
-    shutil.copytree(imported.parent, readme / "audio_fixtures" / "my_call")
+    assert (readme / "my_calls" / "call" / "fixture.json").is_file()
+    shutil.copytree(readme / "my_calls" / "call", readme / "audio_fixtures" / "my_call")
     r_check = Job("voicelab fixtures check audio_fixtures/my_call", readme)
     r_bench = Job("voicelab bench turns --fixtures my_calls/call", readme)
     assert "1 of 1 fixtures pass" in r_check.finish()
     r_bench.finish()
-
-    played.finish()
-    (played_run,) = [r for r in run_folders(own / "runs") if "live" not in r.relative_to(own).parts]
-    assert len(list((played_run / "calls").glob("*.wav"))) == 3
     all_ran(T_OWN)
 
 
-def test_fixtures_build(tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_slow_own_calls_played(base: Base, tmp_path: Path) -> None:
+    own = workdir(tmp_path / "own")
+    _import_own_calls(base, own)
+    run(".venv/bin/voicelab run my_calls", own)
+    (played,) = [r for r in run_folders(own / "runs") if "live" not in r.relative_to(own).parts]
+    assert len(list((played / "calls").glob("*.wav"))) == 3
+    all_ran(T_SLOW_PLAY)
+
+
+def test_fixtures_build_one(tmp_path: Path) -> None:
     work = workdir(tmp_path / "build")
     run("voicelab fixtures build --only NAME", work, {"NAME": "single_question"})
     assert [p.name for p in (work / "audio_fixtures").iterdir()] == ["single_question"]
-    run("voicelab fixtures build", work)
-    assert len(list((work / "audio_fixtures").rglob("fixture.json"))) >= 30
     all_ran(T_BUILD)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("cmd", list(SLOW))
-def test_slow_example(cmd: str, tmp_path: Path) -> None:
+def test_slow_fixtures_build_the_suite(tmp_path: Path) -> None:
+    work = workdir(tmp_path / "build")
+    run("voicelab fixtures build", work)
+    assert len(list((work / "audio_fixtures").rglob("fixture.json"))) >= 30
+    all_ran(T_SLOW_BUILD)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cmd", ["voicelab run", "voicelab run real"])
+def test_slow_main_runs(cmd: str, tmp_path: Path) -> None:
     work = workdir(tmp_path / "work")
     run(cmd, work)
     (folder,) = run_folders(work / "runs")

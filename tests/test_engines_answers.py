@@ -29,7 +29,7 @@ def test_wrong_slot_is_coherent_but_not_correct() -> None:
 
 
 @pytest.mark.parametrize("reply", [
-    # real outputs of the shipped tiny engines quoted in issue 14
+    # real outputs of earlier tiny engine weights
     "sure, a flat tire repair you for asking. how. help with your",
     "on monday we are open from 9 am to 6 help you today",
     "sure, a are welcome repair for you am to 9",
@@ -86,7 +86,7 @@ def test_tool_call_parsing() -> None:
 
 def test_tool_calls_need_the_callers_words() -> None:
     args = {"name": "ben", "day": "monday"}
-    # the garbled "when do you close today" and an unrelated sentence from issue 14
+    # the garbled "when do you close today" and an unrelated sentence, as callers said them
     assert tool_call_supported("oh god you can only when it closed today", "cancel", args) is False
     assert tool_call_supported("will we ever forget it", "cancel", args) is False
     assert tool_call_supported("please cancel my appointment on monday my name is ben", "cancel", args) is True

@@ -50,7 +50,7 @@ def loads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
 
 def _cfg(**changes: Any) -> PipelineConfig:
     # no decision model, no Silero, no smart-turn, no barge-in judge: nothing real to load
-    return replace(PipelineConfig(stt="whisper", vad="webrtc", turn="timeout:0.5", barge_in="vad"), **changes)
+    return replace(PipelineConfig(stt="whisper", vad="webrtc", turn="timeout:500", barge_in="vad"), **changes)
 
 
 def test_configs_differing_only_in_beam_do_not_share_a_recognizer(loads: list[tuple[Any, ...]]) -> None:

@@ -1,4 +1,4 @@
-"""Words the recogniser does not trust are no evidence for the turn end (issue 10).
+"""Words the recogniser does not trust are no evidence for the turn end.
 
 The pure rule `words_reliable` on Whisper's own decode-failure thresholds, and the `--turn decide` adapter
 (`DecidingTurnStopStrategy`) with a fake smart-turn and a fake decision model: an unreliable transcript leaves

@@ -17,10 +17,12 @@ Every prompt expects a tool call or a read-back with exact slots; each carries t
 The set is a file, `unseen.jsonl` (the `--prompts` format plus "history" and "tags"), written by
 
     python -m engines.eval.unseen
+    python -m engines.eval.unseen --probe ar      # form alone: shop names, each number and time form, raw/normalised
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 import re
@@ -30,6 +32,7 @@ from typing import Any
 
 from engines.shop import business as B
 from engines.shop import corpus
+from engines.shop.answers import Expect, score_reply
 from engines.shop.names import unseen_names
 
 FILE = Path(__file__).with_name("unseen.jsonl")
@@ -199,7 +202,45 @@ def build(seed: int = SEED) -> list[dict[str, Any]]:
     return out
 
 
-def main() -> None:
+def form_probe(engine: Any, n: int = 60, seed: int = 5) -> dict[str, dict[str, int]]:
+    """Form alone: `n` reschedule and `n` order requests in the corpus's phrasing with a shop name, each with one
+    time or number form, answered with and without the engine's input normaliser (`normalize_input`)."""
+    r = random.Random(seed)
+    rows: dict[str, dict[str, int]] = {}
+    for _ in range(n):
+        day, time, name = r.choice(B.DAYS[:6]), r.choice(B.TIMES), r.choice(B.NAMES)
+        forms = time_forms(time)
+        k = r.choice(sorted(forms))
+        style = k.split(":")[0]
+        t = f"this is {name} can you move my appointment to {day} at {forms[k]}"
+        d = "".join(r.choice("0123456789") for _ in range(5))
+        nk, nt = r.choice(sorted(number_forms(d, style).items()))
+        o = f"can you check my order {nt}"
+        if style == "whisper":
+            t = f"This is {name.capitalize()}, can you move my appointment to {day.capitalize()} at {forms[k]}?"
+            o = f"Can you check my order {nt}?"
+        for text, want, key in ((t, Expect("reschedule", {"name": name, "day": day, "time": time}), "time:" + k),
+                                (o, Expect("order_status", {"number": d}), f"number:{style}:{nk}")):
+            row = rows.setdefault(key, {"n": 0, "raw": 0, "normalised": 0})
+            row["n"] += 1
+            for norm, col in ((False, "raw"), (True, "normalised")):
+                engine.normalize_input = norm
+                row[col] += score_reply(engine.answer([{"role": "user", "content": text}]), want).correct
+    engine.normalize_input = True
+    return dict(sorted(rows.items()))
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="Write the unseen-caller set, or probe a model on number and time forms.")
+    ap.add_argument("--probe", default=None, help="a model (ar, diffusion or a folder): the form probe, raw and "
+                                                  "normalised, instead of writing the set")
+    ap.add_argument("--n", type=int, default=60)
+    a = ap.parse_args(argv)
+    if a.probe:
+        from engines.local.engine import open_engine
+
+        print(json.dumps(form_probe(open_engine(a.probe), a.n)))
+        return
     rows = build()
     FILE.write_text("".join(json.dumps(x) + "\n" for x in rows))
     print(f"{len(rows)} prompts -> {FILE}")

@@ -1,4 +1,4 @@
-"""The engine API of DESIGN.md §1: a chat in, an async stream of snapshots out.
+"""The engine API of docs/architecture.md: a chat in, an async stream of snapshots out.
 
     engine = open_engine("diffusion", sampler="threshold")
     gen = engine.generate([{"role": "user", "content": "what time do you open on friday"}])

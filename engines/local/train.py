@@ -4,7 +4,7 @@ Recipe (see engines/tiny/TRAINING.md for the shipped run): the autoregressive mo
 from scratch on the synthetic corpus; the diffusion model is initialised from it and adapted
 with Dream-style shifted logits (position i-1 predicts token i) and a masked-diffusion loss
 averaged over masked tokens. A diffusion model trained from scratch at this size never learns
-to copy names and numbers (../shared/notes/tiny-models.md); adapting the AR model does.
+to copy names and numbers (engines/tiny/TRAINING.md); adapting the AR model does.
 
     python -m engines.local.train --out engines/tiny
 

@@ -4,7 +4,7 @@ Three kinds, all expected to get the fallback or a short clarifying question:
 - off-topic requests and unrelated sentences, written here by hand;
 - in-domain requests half destroyed by the recogniser noise model (engines/shop/asr_noise.py): an
   essential word (a slot value or the intent's cue word) dropped or heard as a sound-alike;
-- what callers said in issue 14 that the shipped engines got wrong.
+- requests real callers said that earlier weights got wrong.
 
 Disjoint from training (engines/shop/corpus.py) twice over: every sentence and request template here
 is different from the corpus generator's, and the noise is drawn from a different seed. Plain
@@ -56,7 +56,7 @@ UNRELATED = (
     "i spilled tea on the carpet", "the clock in the hall is five minutes fast",
     "the dog barked at the mailman", "summer holidays are too short",
 )
-# what callers said in issue 14 that the shipped engines answered with a tool call
+# requests real callers said that earlier weights answered with a tool call
 REAL = ("oh god you can only when it closed today", "will we ever forget it")
 
 # in-domain requests phrased unlike any corpus template: (intent, template, the one cue word that

@@ -34,7 +34,7 @@ for good), RESUME (a backchannel, a cough, nothing: continue where it paused) or
    judged "interruption" stop the bot for a backchannel whose final said "right".
 5. Then RESUME once `settle_ms` (250) have passed since the pause if there are no words or the model
    says "not an interruption"; with words the model is unsure about, WAIT for a later transcript until
-   `resume_ms` (600) and then follow the model's answer. 600 ms is the resume-gap target of issue 11:
+   `resume_ms` (600) and then follow the model's answer. 600 ms is the lab's resume-gap target:
    after that the pause itself becomes the defect.
 
 A short reading the caller dropped is not an interruption. Once the caller has stopped and the final

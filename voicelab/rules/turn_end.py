@@ -39,7 +39,7 @@ Why these numbers (principles, not fitted to the bundled audio):
   so my fellow americans asked not" (text 1.0, audio 0.55) ended at the floor after he had resumed from
   a 1.2 s pause, and the bot cut in (one run in three; agreeing sources of any strength were exempt);
   with the exemption narrowed to two sources both sure (P >= `sure`), "and so my fellow americans ask
-  not" (text 0.967, audio 0.952) after a 1.8 s pause cut in again at another clip phase (session 10,
+  not" (text 0.967, audio 0.952) after a 1.8 s pause cut in again at another clip phase (2026-12-01,
   one run in three), so there is no exemption.
 Given the same scores, the decision is monotone in silence: END at t means END at every t' > t.
 

@@ -2,7 +2,7 @@
 turns of recorded fixtures, each with its labelled points. numpy, soxr and espeak-ng; no pipecat, no torch.
 
 True speech ends and onsets come from the clean audio (before any line effect), with the onset rule of
-DESIGN.md §4 (`voicelab.measure.onset`): the moment a listener could last hear the caller.
+docs/metrics.md (`voicelab.measure.onset`): the moment a listener could last hear the caller.
 
 A fixture turn's clip gives one end (its speech offset, as the fixture loader finds it) and a pause at every
 silence of at least `MIN_PAUSE_S` (0.2 s, the corpus's shortest pause) between its stretches of speech

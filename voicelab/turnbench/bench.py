@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from voicelab.fixtures.format import FIXTURES_ROOT, list_names, select
+from voicelab.fixtures.format import FIXTURES_ROOT, discover, list_names, select
 from voicelab.turnbench import curve as cv
 from voicelab.turnbench.audio import CaseAudio, fixture_cases, render_barge, render_turn, spec_key
 from voicelab.turnbench.bargein import replay_barge, summarise
@@ -72,7 +72,8 @@ def generated_refs(limit: int | None = None, barge: bool = True) -> list[CaseRef
 
 
 def fixture_refs(paths: Sequence[Path], group_of: dict[str, str], default_group: str) -> list[CaseRef]:
-    turns, barges = fixture_cases(list(paths), group_of, default_group)
+    """The cases of fixtures given as fixture folders, fixture.json files or folders of fixtures."""
+    turns, barges = fixture_cases(discover(list(paths)), group_of, default_group)
     out = []
     for kind, cases in (("turn", turns), ("barge", barges)):
         for c in cases:
@@ -133,8 +134,8 @@ def load_strategy(spec: str) -> Strategy:
         obj = getattr(importlib.import_module(mod_name), attr)
     except (ImportError, AttributeError) as e:
         raise BenchError(f"--strategy {spec!r}: {e}") from None
-    if not hasattr(obj, "declarations") and callable(obj):
-        obj = obj()
+    if isinstance(obj, type) or (not hasattr(obj, "declarations") and callable(obj)):
+        obj = obj()  # a class, or a factory: the strategy is what it makes
     for need in ("name", "knob", "values", "default", "declarations"):
         if not hasattr(obj, need):
             raise BenchError(f"--strategy {spec!r}: the strategy has no `{need}`")

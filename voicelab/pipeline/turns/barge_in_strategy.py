@@ -96,7 +96,7 @@ class LevelGatedVAD(VADAnalyzer):
     window, against `min_volume` 0.6 (-50 LUFS). After silence that volume needs about five 32 ms windows of
     speech to climb past the floor, so on a caller cutting in it, not the model, decided when the bot paused
     (~120 to 160 ms after Silero was already sure). Here the floor is the lab's audibility gate (RMS above
-    `gate_dbfs`, -40 dBFS: the onset rule of DESIGN.md §4) on the window the model scored: a level floor no
+    `gate_dbfs`, -40 dBFS: the onset rule (docs/metrics.md)) on the window the model scored: a level floor no
     lower than before, applied without the lag. The start and stop windows and the confidence are `inner`'s.
     """
 

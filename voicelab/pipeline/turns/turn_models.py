@@ -5,7 +5,7 @@ pipecat's `SileroVADAnalyzer` and `LocalSmartTurnAnalyzerV3` each open their own
 needs three of them (the turn VAD, the onset VAD of `--barge-in pause`, smart-turn), and `PauseThenDecide`
 loads its own decision model (~3 MB of weights) unless given a judge. A finished pipeline is freed only by
 Python's cyclic garbage collector (its processors, tasks and handlers refer to each other), whose full passes
-are rare, so with per-session models dozens of dead sessions' models piled up (issue 12: +19 MB of RSS per
+are rare, so with per-session models dozens of dead sessions' models piled up (+19 MB of RSS per
 connect/disconnect). Shared, the models are loaded once per server.
 
 Sharing is safe: `InferenceSession.run` is thread-safe, the decision model's questions are stateless forward
