@@ -110,10 +110,13 @@ def test_bench_times_engines_side_by_side_in_rounds(monkeypatch: pytest.MonkeyPa
     from engines.eval import bench
 
     monkeypatch.setattr(bench, "DEFAULT_RUNS", [("diffusion", "threshold", {}), ("ar", "autoregressive", {})])
+    unseen = bench.unseen_set()[::80]  # a few of the unseen-caller set, reported beside the held-out figure
+    monkeypatch.setattr(bench, "unseen_set", lambda: unseen)
     rows = bench.run_bench(n=3, ood_garbled=0, threads=1, rounds=3)
+    assert [r.unseen_prompts for r in rows] == [len(unseen)] * 2 and all(r.unseen_by_tag for r in rows)
     assert [len(r.rounds_tokens_per_s) for r in rows] == [3, 3]
     assert all(r.tokens_per_s == statistics.median(r.rounds_tokens_per_s) > 0 for r in rows)  # the median round
     assert rows[1].x_ar == 1.0 and rows[0].x_ar > 0
-    assert "x AR" in bench.format_rows(rows)[0]
+    assert "x AR" in bench.format_rows(rows)[0] and "unseen" in bench.format_rows(rows)[0]
     with pytest.raises(ValueError, match="rounds"):
         bench.run_bench(n=3, ood_garbled=0, rounds=0)

@@ -60,13 +60,21 @@ class Encoded:
     answer_len: int  # answer tokens + the first EOS
 
 
-def encode(tok: ChatTokenizer, examples: list[corpus.Example], canvas: int) -> list[Encoded]:
+def encode(tok: ChatTokenizer, examples: list[corpus.Example], canvas: int, skip_long: bool = False) -> list[Encoded]:
+    """Chats as prompt and EOS-padded answer; an answer longer than the canvas is a ValueError, or with
+    `skip_long` is left out (a name of 9+ pieces written twice in a booking: 5 of 16,000 training names)."""
     out = []
+    skipped = 0
     for e in examples:
         r = tok.encode(e.reply) + [tok.eos_id]
         if len(r) > canvas:
+            if skip_long:
+                skipped += 1
+                continue
             raise ValueError(f"reply of {len(r)} tokens exceeds the canvas of {canvas}: {e.reply!r}")
         out.append(Encoded(tok.encode_chat(e.messages), r + [tok.eos_id] * (canvas - len(r)), len(r)))
+    if skipped:
+        print(f"left out {skipped} of {len(examples)} chats whose answer exceeds the canvas of {canvas}", flush=True)
     return out
 
 
@@ -147,7 +155,7 @@ def train(cfg: TrainConfig, out: Path, from_ar: Path | None = None) -> dict:
     texts = [m["content"] for e in train_ex for m in e.messages] + [e.reply for e in train_ex]
     prev = load(from_ar) if from_ar else None
     tok = prev.tokenizer if prev else train_tiny(texts, cfg.vocab_size)
-    data = encode(tok, train_ex, cfg.canvas)
+    data = encode(tok, train_ex, cfg.canvas, skip_long=True)
     mc = ModelConfig(vocab_size=tok.vocab_size,
                      embedding_size=-(-tok.vocab_size // 64) * 64, max_sequence_length=256,
                      mask_token_id=tok.mask_id, eos_token_id=tok.eos_id, pad_token_id=tok.eos_id, causal=True)
@@ -198,7 +206,8 @@ def finetune(cfg: TrainConfig, src: Path, out: Path) -> dict:
     model, tok = ck.model.float(), ck.tokenizer
     kind = "ar" if model.config.causal else "diffusion"
     steps, lr = (cfg.ar_steps, cfg.ar_lr) if kind == "ar" else (cfg.diff_steps, cfg.diff_lr)
-    data = encode(tok, corpus.generate(cfg.n_train, cfg.corpus_seed, cfg.open_names, cfg.tails), cfg.canvas)
+    data = encode(tok, corpus.generate(cfg.n_train, cfg.corpus_seed, cfg.open_names, cfg.tails), cfg.canvas,
+                  skip_long=True)
     log: list[dict] = []
     t0 = time.monotonic()
     # a different data order and mask draw than the source's own training
