@@ -264,7 +264,9 @@ def test_markdown_import_results_and_readme_table(tmp_path: Path) -> None:
     assert "| stop latency p50 | not measured |" in plain_section  # no barge-in in that call: never 0
     assert "old typed figures" not in text and text.startswith("# x\n\nbefore\n") and text.endswith("after\n")
     row = next(line for line in text.splitlines() if line.startswith("| pinned vs final"))
-    assert " vs " in row.split("|")[2] and "(docs/results.md#plain)" in row
+    assert " vs " in row.split("|")[3]  # figure | A vs B
+    runs_line = text.splitlines()[text.splitlines().index(row) + 1]
+    assert "(docs/results.md#plain)" in runs_line and "(docs/results.md#barge)" in runs_line
     assert cli.invoke(app, args).exit_code == 0 and readme.read_text(encoding="utf-8") == text
 
 

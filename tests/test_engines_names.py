@@ -17,7 +17,7 @@ def test_the_default_corpus_keeps_the_shops_40_names() -> None:
 
 
 def test_the_training_corpus_copies_names_beyond_the_list() -> None:
-    ex = corpus.generate(3000, 7, open_names=corpus.TRAIN_OPEN_NAMES)
+    ex = corpus.generate(3000, 7, open_names=0.5)
     names = [e.slots["name"] for e in ex if "name" in e.slots]
     outside = [n for n in names if n not in B.NAMES]
     assert 0.35 < len(outside) / len(names) < 0.65 and set(outside) <= set(train_names())

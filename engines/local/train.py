@@ -8,10 +8,10 @@ to copy names and numbers (engines/tiny/TRAINING.md); adapting the AR model does
 
     python -m engines.local.train --out engines/tiny
 
-Half the callers' names in the training corpus come from engines/shop/names.py's lists (faker's first names
-of many locales and made-up names), so that the models learn to copy a name rather than recognise one of the
-shop's 40. Training reads the lists from the repository; rewriting them needs the training-only extra
-(`pip install -e .[train]`, faker): `python -m engines.shop.names`.
+`--open-names 0.5` draws half the callers' names from engines/shop/names.py's lists (faker's first names of
+many locales and made-up names), so that the models learn to copy a name rather than recognise one of the
+shop's 40 (engines/tiny/TRAINING.md: tried, not shipped yet). Training reads the lists from the repository;
+rewriting them needs the training-only extra (`pip install -e .[train]`, faker): `python -m engines.shop.names`.
 """
 
 from __future__ import annotations
