@@ -54,7 +54,7 @@ def bench_engines(
     prompts: Annotated[Path | None, typer.Option(
         help='your own prompts instead of the held-out ones: JSON lines {"prompt": ..., "expect": "fallback" | '
              '{"intent": ..., "slots": {...}}} (the engines.eval.evaluate --prompts format)')] = None,
-    unseen: Annotated[bool, typer.Option(help="also score the unseen-caller set (engines/eval/unseen.py)")] = True,
+    unseen: Annotated[bool, typer.Option(help="also score the unseen-caller set (callers whose names and phrasings training never saw)")] = True,
 ) -> None:
     """Every engine and sampler on the same held-out prompts (or --prompts FILE): tokens/s and its ratio to AR,
     first commit, correctness, coherence and wrong tool calls (per intent and the failures with --prompts), the
