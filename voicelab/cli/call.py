@@ -16,6 +16,7 @@ from rich.table import Table
 
 from voicelab.cli.common import fail
 from voicelab.fixtures import FixtureError
+from voicelab.runs.console import _f
 from voicelab.runs.folder import RunFolderError
 
 
@@ -27,16 +28,6 @@ def _pairs(items: list[str] | None, sep: str, what: str, example: str) -> dict[s
             fail(f"{what} {item!r}: expected {example}")
         out[key.strip()] = value.strip()
     return out
-
-
-def _f(x: Any, nd: int = 0) -> str:
-    if x is None:
-        return "—"
-    if isinstance(x, bool):
-        return "yes" if x else "no"
-    if isinstance(x, float):
-        return f"{x:.{nd}f}"
-    return str(x)
 
 
 def print_call_tables(console: Console, rows: list[dict[str, Any]], s: dict[str, Any]) -> None:

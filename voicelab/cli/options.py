@@ -128,3 +128,8 @@ def pipeline_config(*, engine: str, base_url: str | None, api_key_env: str | Non
                           keep_leading_ms=None if keep_leading_ms < 0 else keep_leading_ms,
                           speculative_tts=speculative_tts, tool_reason=tool_reason, step_ms=step_ms, **extra)
 
+
+
+def config_from(params: dict[str, Any], **extra: Any) -> PipelineConfig:
+    """The PipelineConfig of a command's shared options, read from its parameters (`locals()` of the command)."""
+    return pipeline_config(**{k: params[k] for k in RUN_DEFAULTS}, **extra)

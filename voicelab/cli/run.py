@@ -99,19 +99,14 @@ def run(
                                            "stdout instead of the tables", rich_help_panel=o.OUTPUT)] = False,
 ) -> None:
     """Run recorded calls through the voice pipeline in real time; write the run folder and print tables."""
+    params = dict(locals())
     from rich.console import Console
 
     from voicelab.runs.run import failed_runs, run_fixtures  # loads pipecat and the models' runtimes
 
     quiet_pipecat_logs("ERROR")  # pipecat's DEBUG chatter stays out of the tables
     try:
-        base = o.pipeline_config(
-            engine=engine, base_url=base_url, api_key_env=api_key_env, sampler=sampler, step_ms=step_ms,
-            policy=policy, first_chunk_words=first_chunk_words, min_words=min_words, max_words=max_words,
-            max_hold_ms=max_hold_ms, speculative_tts=speculative_tts, tool_reason=tool_reason, stt=stt,
-            stt_early_final=stt_early_final, stt_beam=stt_beam, stt_lm=stt_lm, vad=vad, vad_stop_ms=vad_stop_ms,
-            vad_start_ms=vad_start_ms, turn=turn, preemptive=preemptive, greeting=greeting,
-            keep_leading_ms=keep_leading_ms, barge_in=barge_in, clip_grid_ms=clip_grid_ms)
+        base = o.config_from(params, clip_grid_ms=clip_grid_ms)
         configs = default_matrix(base, matrix) if matrix else [base]
         faults = parse_faults(inject or [])
         if concurrency < 1:

@@ -74,14 +74,9 @@ def serve(
                                            "it)", rich_help_panel=o.OUTPUT)] = DEFAULT_RUNS_DIR,
 ) -> None:
     """Serve the live mic demo: speak in the browser, watch the canvas resolve and the latency meter."""
+    params = dict(locals())
     try:
-        cfg = o.pipeline_config(
-            engine=engine, base_url=base_url, api_key_env=api_key_env, sampler=sampler, step_ms=step_ms,
-            policy=policy, first_chunk_words=first_chunk_words, min_words=min_words, max_words=max_words,
-            max_hold_ms=max_hold_ms, speculative_tts=speculative_tts, tool_reason=tool_reason, stt=stt,
-            stt_early_final=stt_early_final, stt_beam=stt_beam, stt_lm=stt_lm, vad=vad, vad_stop_ms=vad_stop_ms,
-            vad_start_ms=vad_start_ms, turn=turn, preemptive=preemptive, greeting=greeting,
-            keep_leading_ms=keep_leading_ms, barge_in=barge_in)
+        cfg = o.config_from(params)
         check_engine(cfg)  # the same validation as run and sweep
         options = ServeOptions(pipeline=cfg, max_sessions=max_sessions, runs_dir=out,
                                allowed_origins=tuple(allow_origin or ()))
