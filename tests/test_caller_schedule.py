@@ -244,3 +244,37 @@ def test_needs_turns_and_a_previous_turn_for_prev_turn_end() -> None:
     s = CallerScheduler([plan("prev_turn_end", 0.0)])
     with pytest.raises(ValueError, match="no previous turn"):
         s.due(1.0)
+
+
+def test_a_stop_the_bot_talks_on_from_within_the_delay_is_a_pause() -> None:
+    """Stops heard on a phone line are audio gaps: the bot that starts again before the caller's delay ran out
+    had paused (between sentences of the greeting, at a backchannel), and the caller waits for its next stop."""
+    s = CallerScheduler([plan("bot_audio_end", 0.35)])
+    s.bot_audio_started(0.3)
+    s.bot_audio_stopped(1.6)  # "Riverside Bike Works," ...
+    assert s.due(1.9) == []
+    s.bot_audio_started(1.94)  # ... "how can I help?" 0.34 s later: within the caller's 0.35 s
+    assert run_until(s, 2.4) == []
+    s.bot_audio_stopped(2.47)
+    assert [(c.turn, c.start_s) for c in run_until(s, 3.0)] == [(0, pytest.approx(2.82))]
+
+    s = CallerScheduler([plan("bot_audio_end", 0.35)])  # a stop that lasts longer than the delay is the end
+    s.bot_audio_started(0.3)
+    s.bot_audio_stopped(1.6)
+    assert [c.start_s for c in s.due(1.95)] == [pytest.approx(1.95)]
+    s.bot_audio_started(2.1)  # too late: the caller is already talking
+    assert s.due(3.0) == []
+
+
+def test_after_a_backchannel_a_pause_the_bot_talks_through_is_not_the_end() -> None:
+    s = CallerScheduler([plan("call_start", 0.5), plan("bot_audio_start", 1.5, dur=0.8, on=0.25, off=0.5,
+                                                       expect="no_interrupt"),
+                         plan("bot_audio_end", 0.7)])
+    s.due(0.5)
+    s.bot_audio_started(3.0)
+    assert [c.start_s for c in s.due(4.5)] == [4.5]  # mm-hmm
+    s.bot_audio_stopped(4.8)  # the bot paused at the mm-hmm ...
+    s.bot_audio_started(5.1)  # ... and went on 0.3 s later
+    assert run_until(s, 6.9) == []
+    s.bot_audio_stopped(7.0)
+    assert [(c.turn, c.start_s) for c in run_until(s, 7.8)] == [(2, pytest.approx(7.7))]

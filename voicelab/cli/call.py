@@ -7,6 +7,7 @@ the run, after the calls.
 from __future__ import annotations
 
 import sys
+from itertools import groupby
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,7 +17,7 @@ from rich.table import Table
 
 from voicelab.cli.common import fail
 from voicelab.fixtures import FixtureError
-from voicelab.runs.console import _f
+from voicelab.runs.console import _f, _pci
 from voicelab.runs.folder import RunFolderError
 
 
@@ -30,40 +31,57 @@ def _pairs(items: list[str] | None, sep: str, what: str, example: str) -> dict[s
     return out
 
 
+def _call_flags(r: dict[str, Any]) -> str:
+    out = []
+    if r.get("false_barge_in") is True:
+        out.append("false barge-in")
+    if isinstance(r.get("talk_over_ms"), int | float) and r["talk_over_ms"] > 0:
+        out.append(f"talk-over {_f(r['talk_over_ms'])} ms")
+    return ", ".join(out)
+
+
 def print_call_tables(console: Console, rows: list[dict[str, Any]], s: dict[str, Any]) -> None:
-    """Per turn and overall; a figure the audio cannot show is "not measured", never 0."""
-    t = Table(title=f"{s['run_id']}: per turn (from the line's audio)")
-    cols = [("call", "call_id"), ("turn", "turn"), ("expect", "expect"), ("FAR ms", "far_ms"),
-            ("stop ms", "stop_latency_ms"), ("recovery ms", "recovery_ms"), ("talk-over ms", "talk_over_ms"),
-            ("false BI", "false_barge_in"), ("answer ok", "answer_correct"), ("heard", "readback_text")]
-    for name, _ in cols:
-        t.add_column(name, justify="left" if name in ("call", "expect", "heard") else "right",
-                     overflow="fold", max_width=48 if name == "heard" else None)
-    for r in rows:
-        t.add_row(*[_f(r.get(k)) for _, k in cols])
-    console.print(t)
-    o = Table(title="overall")
+    """One narrow table per call, then the overall figures as figure | value; a figure the audio cannot show
+    is "not measured", never 0."""
+    console.print(f"[bold]{s['run_id']}: per turn (from the line's audio)[/bold]")
+    for call_id, turns in groupby(rows, key=lambda r: r.get("call_id")):
+        t = Table(title=f"call {call_id}", title_justify="left", expand=False, pad_edge=False)
+        t.add_column("turn", justify="right")
+        t.add_column("expect", overflow="fold")
+        for name in ("FAR\nms", "stop\nms", "recovery\nms"):
+            t.add_column(name, justify="right")
+        t.add_column("answer")
+        t.add_column("heard", overflow="fold", ratio=3)
+        t.add_column("flags", overflow="fold", ratio=1)
+        for r in turns:
+            ok = r.get("answer_correct")
+            t.add_row(_f(r.get("turn")), _f(r.get("expect")) if r.get("expect") else "", _f(r.get("far_ms")),
+                      _f(r.get("stop_latency_ms")), _f(r.get("recovery_ms")),
+                      "—" if ok is None else ("ok" if ok else "wrong"), _f(r.get("readback_text")), _call_flags(r))
+        console.print(t)
     line = s.get("line") or {}
     ans = s.get("answers")
     cells = [
         ("calls (failed)", f"{s['calls']} ({s.get('calls_failed', 0)})"), ("turns", _f(s["turns"])),
-        ("FAR p50 / p95 ms", f"{_f(s['far_ms']['p50'])} / {_f(s['far_ms']['p95'])}"),
+        ("FAR p50 / p95 ms", f"{_pci(s['far_ms'], 'p50')} / {_pci(s['far_ms'], 'p95')}"),
         ("stop p50 / p95 ms", f"{_f(s['stop_latency_ms']['p50'])} / {_f(s['stop_latency_ms']['p95'])}"),
         ("recovery p50 ms", _f(s["recovery_ms"]["p50"])),
         ("false barge-ins", _f(s["false_barge_ins"])),
         ("talk-over p95 ms", _f((s.get("talk_over_ms") or {}).get("p95"))),
         ("answers correct", "not measured" if ans is None else
          ("—" if ans["correct"] is None else f"{100 * ans['correct']:.0f} % of {ans['n']}")),
-        ("queue delay p95 ms", _f((line.get("queue_delay_ms") or {}).get("p95"))),
-        ("queue depth p95 ms", _f((line.get("queue_depth_ms") or {}).get("p95"))),
-        ("agent jitter ms", _f(line.get("agent_jitter_ms"), 1)),
-        ("caller frames late p95 ms", _f((line.get("caller_send_late_ms") or {}).get("p95"), 1)),
-        ("clears", _f(line.get("clears"))),
-        ("truth FAR Δp95 ms", _f(s["truth"]["far_abs_diff_ms_p95"])),
+        ("line: queue delay p95 ms", _f((line.get("queue_delay_ms") or {}).get("p95"))),
+        ("line: queue depth p95 ms", _f((line.get("queue_depth_ms") or {}).get("p95"))),
+        ("line: agent jitter ms", _f(line.get("agent_jitter_ms"), 1)),
+        ("line: caller frames late p95 ms", _f((line.get("caller_send_late_ms") or {}).get("p95"), 1)),
+        ("line: clears", _f(line.get("clears"))),
+        ("FAR from the WAV vs events, Δp95 ms", _f(s["truth"]["far_abs_diff_ms_p95"])),
     ]
-    for name, _ in cells:
-        o.add_column(name, justify="right")
-    o.add_row(*[v for _, v in cells])
+    o = Table(title="overall", title_justify="left", expand=False, pad_edge=False)
+    o.add_column("figure")
+    o.add_column("value", justify="right", overflow="fold")
+    for name, value in cells:
+        o.add_row(name, value)
     console.print(o)
     console.print("[dim]not measured (a recording of the line cannot show them): "
                   f"{', '.join(s.get('not_measured') or [])}[/dim]")
@@ -117,7 +135,7 @@ def call(
                        connect_timeout_s=connect_timeout_ms / 1000, answer_timeout_s=answer_timeout_ms / 1000,
                        no_reply_timeout_s=no_reply_timeout_ms / 1000, greeting=greeting,
                        max_call_s=None if max_call_ms is None else max_call_ms / 1000)
-    console = Console(width=None if sys.stdout.isatty() else 160)
+    console = Console(width=None if sys.stdout.isatty() else 100)
     shown = redact_url(url)
 
     def done(r: CallResult) -> None:

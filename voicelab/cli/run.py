@@ -74,6 +74,10 @@ def run(
     clip_grid_ms: Annotated[int, typer.Option(
         help="caller clips start on this grid of the call clock (ms, a multiple of 160; 0: at their exact "
              "sample): the recogniser then hears the same samples in every run", rich_help_panel=o.SPEECH)] = 160,
+    line: Annotated[str, typer.Option(
+        help="the caller's audio as the agent hears it: direct (the clips as recorded) or mulaw8k (through a "
+             "phone line's 8 kHz µ-law and back, as `voicelab call` sends it: compare the two)",
+        rich_help_panel=o.SPEECH)] = "direct",
     barge_in: o.BargeIn = D["barge_in"],
     repeat: Annotated[int, typer.Option(
         help="play the fixture list N times per configuration, pooled into one run folder (calls r1-00-NAME, "
@@ -106,7 +110,7 @@ def run(
 
     quiet_pipecat_logs("ERROR")  # pipecat's DEBUG chatter stays out of the tables
     try:
-        base = o.config_from(params, clip_grid_ms=clip_grid_ms)
+        base = o.config_from(params, clip_grid_ms=clip_grid_ms, line=line)
         configs = default_matrix(base, matrix) if matrix else [base]
         faults = parse_faults(inject or [])
         if concurrency < 1:

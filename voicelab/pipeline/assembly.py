@@ -29,6 +29,7 @@ from pipecat.services.stt_service import STTService
 from pipecat.workers.runner import WorkerRunner
 
 from engines.protocol import EngineLike
+from voicelab.call.line_codec import on_line
 from voicelab.fixtures.format import Fixture
 from voicelab.gate import ToolCall
 from voicelab.measure.calllog import CallLog
@@ -244,6 +245,7 @@ async def run_call(fixture: Fixture, cfg: PipelineConfig, res: Resources, call_i
     """
     limits = limits or Limits()
     sr = cfg.sample_rate
+    fixture = on_line(fixture, cfg.line)
     log = CallLog(call_id, writer)
     scheduler = fixture.scheduler(no_reply_timeout_s=cfg.no_reply_timeout_s, greeting=bool(cfg.greeting.strip()))
     recorder = CallRecorder(sr, seconds=30.0)

@@ -39,6 +39,7 @@ FIXED_DECODING = ("openai", "mercury", "profile")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+LINES = ("direct", "mulaw8k")  # how the caller's audio reaches the pipeline (voicelab.call.line_codec)
 MIN_TURN_MS = 50  # a turn silence below this is a value given in seconds
 CLIP_GRID_UNIT_MS = 160  # lcm(20 ms player frames, 32 ms Silero windows)
 
@@ -91,6 +92,9 @@ class PipelineConfig:
     # multiple of the player's 20 ms frames and Silero's 32 ms windows: a clip then meets the same frame and window
     # boundaries in every run, so the VAD and Whisper get the same samples and read the same words (README)
     clip_grid_ms: int = 160
+    # the caller's audio as the agent hears it: "direct" (the clips as recorded) or "mulaw8k" (through a telephone
+    # line's 8 kHz µ-law and back, voicelab.call.line_codec: the same audio `voicelab call` puts on the line)
+    line: str = "direct"
     seed: int = 0
     label: str | None = None
 
@@ -134,6 +138,8 @@ class PipelineConfig:
         if self.clip_grid_ms < 0 or self.clip_grid_ms % CLIP_GRID_UNIT_MS:
             raise PipelineConfigError(f"clip_grid_ms: {self.clip_grid_ms} is not 0 or a multiple of "
                                       f"{CLIP_GRID_UNIT_MS} (20 ms frames and 32 ms VAD windows both fit in it)")
+        if self.line not in LINES:
+            raise PipelineConfigError(f"line: '{self.line}' is not one of {', '.join(LINES)}")
         if self.step_ms is not None and not 0.0 < self.step_ms <= 2000.0:
             raise PipelineConfigError(f"step_ms: {self.step_ms} is not in (0, 2000] ms")
 
@@ -182,6 +188,7 @@ class PipelineConfig:
         sampler = self.sampler or {"diffusion": "threshold", "ar": "autoregressive"}.get(self.engine, "default")
         spec = [f"spec{self.speculative_tts:g}"] if self.speculative_tts is not None else []
         spec += [f"step{self.step_ms:g}ms"] if self.step_ms is not None else []
+        spec += [self.line] if self.line != "direct" else []
         if self.engine.partition(":")[0] in FIXED_DECODING:  # no sampler to name: the decoding is the engine's
             return "-".join([self.engine_label(), policy, *spec])
         return "-".join([self.engine_label(), sampler, policy, *spec])
