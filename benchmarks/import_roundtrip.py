@@ -18,7 +18,9 @@ against the run's own ground truth (`calls/<id>.json`, which the importer never 
 - with `--replay`: the imported fixtures played by `voicelab run` (the default configuration); its FAR p50
   interval must overlap the source run's.
 
-    .venv/bin/python benchmarks/import_roundtrip.py RUN [RUN ...] [--replay] [--out benchmarks/results/import_roundtrip.json]
+    .venv/bin/voicelab run default --clip-grid-ms 0 --out runs/default      # clips at their exact sample: the
+    .venv/bin/voicelab run backchannels --clip-grid-ms 0 --out runs/bc      # delays played are the fixture's
+    .venv/bin/python benchmarks/import_roundtrip.py runs/default/RUN runs/bc/RUN --replay
 """
 
 from __future__ import annotations
