@@ -218,6 +218,12 @@ TABLE: dict[str, tuple[str, str]] = {
         T_LINE, "wss://agent.example.com -> ws://127.0.0.1:P of the reference agent; TOKEN set in the env"),
     "voicelab serve --port 8000": (T_LINE, "8000 -> P: `voicelab serve` with its port, the same server"),
     "voicelab call ws://127.0.0.1:8000/media-stream single_question": (T_LINE, "8000 -> the serve's port P"),
+    "voicelab run default --line mulaw8k --clip-grid-ms 0 --out runs/line": (
+        T_LINE, "default -> single_question (the list takes 4-5 minutes), in its own work folder"),
+    "voicelab call ws://127.0.0.1:8000/media-stream default --out runs/line": (
+        T_LINE, "8000 -> the serve's port P, default -> single_question"),
+    "voicelab compare runs/line/RUN runs/line/CALL": (
+        T_LINE, "RUN, CALL: those two run folders; exit 0, 1 or 3 (one turn a side: undecided), not 2"),
     "python examples/pipecat_phone_agent.py --port 8765": (
         T_LINE, "8765 -> P; examples/ linked into the work folder; answers HTTP (404: WebSocket only)"),
     # docs/turn-bench.md
@@ -491,6 +497,16 @@ def test_live_demo_servers_and_the_phone_line(tmp_path: Path) -> None:
                  {"127.0.0.1:8000": serve_url})
         a2.finish()
         s2.finish()
+        line_w = workdir(tmp_path / "line")  # the same fixture in process through the codec, then on the line
+        run("voicelab run default --line mulaw8k --clip-grid-ms 0 --out runs/line", line_w,
+            {"default": "single_question"})
+        (in_process,) = run_folders(line_w / "runs")
+        run("voicelab call ws://127.0.0.1:8000/media-stream default --out runs/line", line_w,
+            {"127.0.0.1:8000": serve_url, " default ": " single_question "})
+        (on_line,) = [r for r in run_folders(line_w / "runs") if r != in_process]
+        run("voicelab compare runs/line/RUN runs/line/CALL", line_w,
+            {"runs/line/RUN": str(in_process), "runs/line/CALL": str(on_line)}, ok=(0, 1, 3))
+        assert json.loads((in_process / "config.json").read_text(encoding="utf-8"))["pipeline"]["line"] == "mulaw8k"
     finally:
         for s in servers.values():
             s.stop()
