@@ -172,7 +172,8 @@ TABLE: dict[str, tuple[str, str]] = {
     "voicelab run": (T_SLOW_RUN, "the main job's path (the default configuration, Whisper, a list of calls) on two of "
                                  "its calls, single_question and barge_in_early: the whole list takes 4-5 minutes and "
                                  "runs as the README's first command on a fresh clone before a release"),
-    "voicelab run real": (T_SLOW_RUN, "as written"),
+    "voicelab run real": (T_SLOW_RUN, "real -> hr_question_close, the list's first recording (the five take about "
+                                      "2 minutes; list selection: test_fixtures_build.py)"),
     "voicelab run single_question --stt transcript --json": (
         T_ONE, "as written; its run folder is runs/RUN and runs/A, its recording call.wav and calls/*.wav"),
     "voicelab report runs/RUN": (T_ONE, "runs/RUN: a link to the --json run's folder"),
@@ -237,7 +238,7 @@ TABLE: dict[str, tuple[str, str]] = {
 
 SLOW: dict[str, str] = {  # at most five, each with its reason
     "voicelab run": "the main job's path: two recorded calls in real time through the real pipeline, about 40 s",
-    "voicelab run real": "five real recordings (9 turns) in real time with Whisper, about 2 minutes",
+    "voicelab run real": "a real recording in real time with Whisper, about 30 s",
     "voicelab run weekly_hours --stt transcript --matrix profiles:gpt-4.1-mini":
         "two real-time calls of the longest fixture (three turns, a 45-token answer), about 1-2 minutes",
     ".venv/bin/voicelab run my_calls": "three imported calls in real time with Whisper, about a minute",
@@ -638,6 +639,8 @@ def test_slow_fixtures_build_the_suite(tmp_path: Path) -> None:
 @pytest.mark.parametrize("cmd", ["voicelab run", "voicelab run real"])
 def test_slow_main_runs(cmd: str, tmp_path: Path) -> None:
     work = workdir(tmp_path / "work")
-    run(cmd, work, {"voicelab run": "voicelab run single_question barge_in_early"} if cmd == "voicelab run" else None)
+    subs = {"voicelab run": "voicelab run single_question barge_in_early"} if cmd == "voicelab run" else \
+        {"voicelab run real": "voicelab run hr_question_close"}
+    run(cmd, work, subs)
     (folder,) = run_folders(work / "runs")
     assert json.loads((folder / "summary.json").read_text(encoding="utf-8"))["far_ms"]["n"] >= 1
