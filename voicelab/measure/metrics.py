@@ -332,6 +332,24 @@ def _drop_unheard_attempts(reply: list[Event], evs: list[Event]) -> list[Event]:
     return [e for e in reply if not (e.kind in _ATTEMPT_KINDS and any(lo <= e.t_ns < hi for lo, hi in unheard))]
 
 
+def _after_cut_in(reply: list[Event], said: _Utterance) -> list[Event]:
+    """The reply heard after a false cut-in: the bot began an answer inside the caller's speech (a pause taken
+    for the end), was heard there, the caller's words stopped it, and the answer came again after the caller
+    finished. As the recording shows it (`voicelab.measure.truth`: the first sound that starts after the
+    speech end), FAR, its breakdown, the answer and the heard text follow that later answer, from its turn
+    end; the cut-in itself is the turn's `false_cut_in`. A cut-in that was still sounding at the speech end
+    with nothing after it keeps the reply as it is."""
+    assert said.end is not None
+    later = [e.t_ns for e in reply if e.kind == K.BOT_AUDIBLE_ONSET and e.t_ns >= said.end]
+    if not later:
+        return reply
+    ends = [e.t_ns for e in reply if e.kind == K.TURN_END and e.t_ns <= later[0]]
+    start = max(ends) if len(ends) >= 2 else None
+    return [e for e in reply
+            if not (e.kind == K.BOT_AUDIBLE_ONSET and e.t_ns < said.end)
+            and not (start is not None and e.kind in _ATTEMPT_KINDS and e.t_ns < start)]
+
+
 def _preemptive(reply: list[Event]) -> tuple[str | None, float]:
     """(outcome, wasted engine ms) of preemptive generation for one reply.
 
@@ -478,6 +496,10 @@ def _turn_row(call_id: str, turn: int, evs: list[Event]) -> dict[str, Any]:
     """One row of `turn_table` (without the per-call columns): the utterance, its reply and every figure."""
     said = _utterance(evs, turn)
     reply = _attributed_reply(evs, turn)
+    first_onset = _t(_onset(reply, evs))
+    cut_in = _false_cut_in(said, first_onset)
+    if cut_in:
+        reply = _after_cut_in(reply, said)
     onset = _t(_onset(reply, evs))
     far = _ms(said.end, onset)
     preempt, wasted = _preemptive(reply)
@@ -491,7 +513,7 @@ def _turn_row(call_id: str, turn: int, evs: list[Event]) -> dict[str, Any]:
         "turn": turn,
         "expect": said.expect,
         "far_ms": _r(far),
-        "false_cut_in": _false_cut_in(said, onset),
+        "false_cut_in": cut_in,
         **_answer(answered, said.expect_reply),
         "preemptive": preempt,
         "preempt_wasted_ms": _r(wasted) if preempt is not None else None,
