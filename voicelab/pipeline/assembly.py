@@ -245,7 +245,6 @@ async def run_call(fixture: Fixture, cfg: PipelineConfig, res: Resources, call_i
     """
     limits = limits or Limits()
     sr = cfg.sample_rate
-    fixture = on_line(fixture, cfg.line)
     log = CallLog(call_id, writer)
     scheduler = fixture.scheduler(no_reply_timeout_s=cfg.no_reply_timeout_s, greeting=bool(cfg.greeting.strip()))
     recorder = CallRecorder(sr, seconds=30.0)
@@ -262,7 +261,7 @@ async def run_call(fixture: Fixture, cfg: PipelineConfig, res: Resources, call_i
     def on_done() -> None:
         asyncio.get_running_loop().create_task(end_call())
 
-    player = FixturePlayerInput(fixture, scheduler, log, recorder, on_done=on_done,
+    player = FixturePlayerInput(on_line(fixture, cfg.line), scheduler, log, recorder, on_done=on_done,
                                 max_call_s=call_limit_s, clip_grid_ms=cfg.clip_grid_ms)
     stt = stt_service(cfg, log, decoder=None if own_decoder else res.decoder, recognizer=res.recognizer)
     raw_engine = engine if engine is not None else res.engine
