@@ -456,11 +456,11 @@ def test_endpointing_splits_into_vad_stop_final_reading_and_rule_wait() -> None:
     assert none["vad_stop_ms"] is None and none["endpointing_ms"] == 650
 
 
-def test_an_unheard_abandoned_reply_is_not_the_turns_reply() -> None:
-    """The caller pauses 1 s mid-request; the bot starts "hello," (paused after 30 ms: nothing audible), the
-    caller's words stop it, and the real reply follows the true end of the turn. The breakdown follows the
-    reply that was heard, the heard text is nothing cut, and the unheard reply is no audible revision."""
-    evs = [
+def _request_paused_mid_way(first_answer: list[Event]) -> list[Event]:
+    """The caller pauses 1 s mid-request (500-3000); the pause is taken for the end, the bot starts "hello,"
+    (`first_answer`: what it played of it), the caller's words stop it, and the real reply follows the true end
+    of the turn (onset 3600)."""
+    return [
         ev(-1, 0, K.CALL_START),
         ev(0, 500, K.CALLER_SPEECH_START, expect=None),
         ev(0, 1500, K.VAD_STOP),  # the 1 s pause inside the request
@@ -471,8 +471,7 @@ def test_an_unheard_abandoned_reply_is_not_the_turns_reply() -> None:
         ev(0, 1740, K.TTS_REQUEST, chunk_id=0, text="hello,"),
         ev(0, 1790, K.TTS_FIRST_AUDIO, chunk_id=0),
         ev(0, 1800, K.PLAYOUT_START, chunk_id=0, text="hello,"),
-        ev(0, 1830, K.PLAYOUT_STOP, chunk_id=0, text="hello,", played="", interrupted=True),
-        ev(0, 1835, K.CONTEXT_UPDATE, content="hello,", interrupted=True),
+        *first_answer,
         ev(0, 3000, K.CALLER_SPEECH_END),  # the caller went on and finished at 3000
         ev(0, 3250, K.VAD_STOP),
         ev(0, 3300, K.STT_FINAL, text="can you check my order 5 1 2 0 8"),
@@ -487,6 +486,16 @@ def test_an_unheard_abandoned_reply_is_not_the_turns_reply() -> None:
         ev(0, 4000, K.PLAYOUT_STOP, chunk_id=1, text="your order"),
         ev(-1, 5000, K.CALL_END),
     ]
+
+
+def test_an_unheard_abandoned_reply_is_not_the_turns_reply() -> None:
+    """The caller pauses 1 s mid-request; the bot starts "hello," (paused after 30 ms: nothing audible), the
+    caller's words stop it, and the real reply follows the true end of the turn. The breakdown follows the
+    reply that was heard, the heard text is nothing cut, and the unheard reply is no audible revision."""
+    evs = _request_paused_mid_way([
+        ev(0, 1830, K.PLAYOUT_STOP, chunk_id=0, text="hello,", played="", interrupted=True),
+        ev(0, 1835, K.CONTEXT_UPDATE, content="hello,", interrupted=True),
+    ])
     row = turn_table(evs)[0]
     assert row["far_ms"] == 600  # 3000 -> 3600
     assert (row["endpointing_ms"], row["vad_stop_ms"], row["stt_final_wait_ms"], row["rule_wait_ms"]) == (
@@ -501,34 +510,11 @@ def test_an_audible_cut_in_is_flagged_and_far_follows_the_answer_heard_after_the
     """As above, but "hello," was heard for 40 ms inside the caller's pause: a false cut-in. FAR, its breakdown
     and the answer follow the reply heard after the caller finished, as the recording shows it (the WAV
     analyzer takes the first sound that starts after the speech end)."""
-    evs = [
-        ev(-1, 0, K.CALL_START),
-        ev(0, 500, K.CALLER_SPEECH_START, expect=None),
-        ev(0, 1500, K.VAD_STOP),
-        ev(0, 1700, K.TURN_END),
-        ev(0, 1710, K.LLM_REQUEST),
-        snap(0, 1720, "hello,"),
-        ev(0, 1730, K.GATE_COMMIT, chunk_id=0, text="hello,", start_char=0, end_char=6),
-        ev(0, 1740, K.TTS_REQUEST, chunk_id=0, text="hello,"),
-        ev(0, 1790, K.TTS_FIRST_AUDIO, chunk_id=0),
-        ev(0, 1800, K.PLAYOUT_START, chunk_id=0, text="hello,"),
+    evs = _request_paused_mid_way([
         ev(0, 1820, K.BOT_AUDIBLE_ONSET),
         ev(0, 1860, K.BOT_AUDIBLE_END),
         ev(0, 1870, K.PLAYOUT_STOP, chunk_id=0, text="hello,", played="hello", interrupted=True),
-        ev(0, 3000, K.CALLER_SPEECH_END),
-        ev(0, 3250, K.VAD_STOP),
-        ev(0, 3300, K.STT_FINAL, text="can you check my order 5 1 2 0 8"),
-        ev(0, 3450, K.TURN_END),
-        ev(0, 3450, K.LLM_REQUEST),
-        snap(0, 3480, "your order"),
-        ev(0, 3500, K.GATE_COMMIT, chunk_id=1, text="your order", start_char=0, end_char=10),
-        ev(0, 3510, K.TTS_REQUEST, chunk_id=1, text="your order"),
-        ev(0, 3560, K.TTS_FIRST_AUDIO, chunk_id=1),
-        ev(0, 3570, K.PLAYOUT_START, chunk_id=1, text="your order"),
-        ev(0, 3600, K.BOT_AUDIBLE_ONSET),
-        ev(0, 4000, K.PLAYOUT_STOP, chunk_id=1, text="your order"),
-        ev(-1, 5000, K.CALL_END),
-    ]
+    ])
     row = turn_table(evs)[0]
     assert row["false_cut_in"] is True
     assert row["far_ms"] == 600  # 3000 -> 3600, not 1820 - 3000
