@@ -520,3 +520,17 @@ def test_an_audible_cut_in_is_flagged_and_far_follows_the_answer_heard_after_the
     assert row["far_ms"] == 600  # 3000 -> 3600, not 1820 - 3000
     assert (row["endpointing_ms"], row["rule_wait_ms"], row["playout_ms"]) == (450, 150, 40)
     assert sum(row[k] for k in FAR_PARTS) == 600
+
+
+def test_slots_read_tells_a_misheard_request_from_one_heard_right() -> None:
+    from voicelab.measure.metrics import slots_read
+
+    order = {"intent": "order_status", "slots": {"number": "51208"}}
+    assert slots_read("Can you check my order 51208?", order) is True
+    assert slots_read("can you check my order five one two oh eight", order) is True
+    assert slots_read("can you check my order 5128", order) is False
+    move = {"intent": "reschedule", "slots": {"name": "tom", "day": "thursday", "time": "1 30 pm"}}
+    assert slots_read("This is Tom, move it to Thursday at 1:30 PM.", move) is True
+    assert slots_read("this is tom move it to thursday at 1 pm", move) is False
+    assert slots_read("hello there", "fallback") is None  # no slot word to read
+    assert slots_read(None, order) is None and slots_read("order 51208", None) is None

@@ -193,6 +193,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--ood-garbled", type=int, default=120, help="garbled requests in the out-of-domain set")
     ap.add_argument("--prompts", type=Path, default=None, help="JSON-lines prompt file (instead of the sets)")
     ap.add_argument("--out", default=None, help="write the result as JSON here")
+    ap.add_argument("--no-stand-ins", action="store_true",
+                    help="read callers' own names as they are (engines/local/open_values.py off)")
     a = ap.parse_args(argv)
     if a.prompts is not None:
         try:
@@ -208,6 +210,8 @@ def main(argv: list[str] | None = None) -> None:
         if a.set in ("ood", "both", "all"):
             sets["ood"] = ood_set(a.ood_garbled)
     eng = open_engine(a.model, a.sampler)
+    if a.no_stand_ins:
+        eng.vocabulary = None
     res = {k: asdict(evaluate(eng, v)) for k, v in sets.items()}
     if a.out:
         with open(a.out, "w") as f:

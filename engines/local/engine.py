@@ -26,6 +26,7 @@ from engines.errors import CheckpointError, EngineSpecError
 from engines.local import TINY_MODELS
 from engines.local.checkpoint import Checkpoint, load
 from engines.local.input_norm import engine_text
+from engines.local.open_values import StandIns, Vocabulary, read_vocabulary, stand_ins
 from engines.local.samplers import SAMPLERS, Control, SamplerConfig, Special, Step
 from engines.protocol import Usage
 from engines.snapshot import Snapshot
@@ -34,9 +35,12 @@ from engines.snapshot import Snapshot
 class Generation:
     """One answer being generated. Iterate it (sync or async); pin() and cancel() from anywhere."""
 
-    def __init__(self, engine: Engine, prompt: list[int], cfg: SamplerConfig) -> None:
+    def __init__(self, engine: Engine, prompt: list[int], cfg: SamplerConfig,
+                 shown: dict[int, str] | None = None) -> None:
         self.engine = engine
         self.prompt = prompt
+        self.shown = shown or {}  # token -> the caller's word it stands in for (engines/local/open_values.py)
+        self.stand_ins = StandIns()
         self.control = Control()
         self._steps: Iterator[Step] = SAMPLERS[engine.sampler](
             engine.ckpt.model, prompt, engine.special, cfg, self.control)
@@ -73,7 +77,7 @@ class Generation:
             if wait > 0 and self.control.cancelled.wait(wait / 1e9):
                 return None
             self._due_ns = time.monotonic_ns() + self._step_ns  # the next step's compute starts now
-        snap = self.engine.snapshot(self.snapshots, step)
+        snap = self.engine.snapshot(self.snapshots, step, self.shown)
         self.snapshots += 1
         self.last = snap
         return snap
@@ -122,6 +126,8 @@ class Engine:
         # the corpus-trained tiny models (their config.json has a "voicelab" section) read callers' words in the
         # corpus's form: the input normaliser rewrites the form at this edge (docs/decisions/input-normaliser.md)
         self.normalize_input = _has_voicelab_section(ckpt)
+        # ... and carry callers' own values past their closed vocabulary as names they copy exactly
+        self.vocabulary = self._vocabulary(ckpt) if self.normalize_input else None
         self._pieces: dict[int, str] = {}
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"engine-{self.name}")
 
@@ -138,21 +144,52 @@ class Engine:
 
     def generate(self, messages: Sequence[dict[str, str]], **overrides: object) -> Generation:
         cfg = replace(self.config, **overrides) if overrides else self.config
+        subs = StandIns()
         if self.normalize_input:
+            raw = [m["content"] for m in messages if m.get("role") == "user"]
             messages = [{**m, "content": engine_text(m["content"])} if m.get("role") == "user" else m
                         for m in messages]
+            if self.vocabulary is not None:
+                subs = stand_ins(list(zip(raw, [m["content"] for m in messages if m.get("role") == "user"],
+                                          strict=True)), self.vocabulary.known, self.vocabulary.names)
+            messages = [{**m, "content": subs.replace(m["content"])} for m in messages]
         prompt = self.ckpt.tokenizer.encode_chat(messages)
         limit = self.ckpt.model.config.max_sequence_length
         if len(prompt) + cfg.canvas > limit:  # keep the latest turns that fit, as a chat app would
             prompt = prompt[len(prompt) + cfg.canvas - limit:]
-        return Generation(self, prompt, cfg)
+        gen = Generation(self, prompt, cfg, self._shown(subs))
+        gen.stand_ins = subs
+        return gen
+
+    def _vocabulary(self, ckpt: Checkpoint) -> Vocabulary | None:
+        """The folder's open-values file, its names kept to those the tokenizer writes as one token after a
+        space and after "=" (a stand-in is put back token by token)."""
+        try:
+            v = read_vocabulary(ckpt.folder)
+        except ValueError as e:
+            raise CheckpointError(str(e)) from None
+        if v is None:
+            return None
+        tok = ckpt.tokenizer.tok
+        names = tuple(n for n in v.names
+                      if len(tok.encode(" " + n).ids) == 1 and len(tok.encode("=" + n).ids) == 2)
+        return Vocabulary(v.known, names)
+
+    def _shown(self, subs: StandIns) -> dict[int, str]:
+        """The stand-ins' tokens (after a space, after "=") shown as the caller's words."""
+        tok = self.ckpt.tokenizer.tok
+        shown: dict[int, str] = {}
+        for word, name in subs.by_word.items():
+            shown[tok.encode(" " + name).ids[0]] = " " + word
+            shown[tok.encode("=" + name).ids[1]] = word
+        return shown
 
     def piece(self, tok: int) -> str:
         if tok not in self._pieces:
             self._pieces[tok] = self.ckpt.tokenizer.piece(tok)
         return self._pieces[tok]
 
-    def snapshot(self, index: int, st: Step) -> Snapshot:
+    def snapshot(self, index: int, st: Step, shown: dict[int, str] | None = None) -> Snapshot:
         stops = self.special.stop_ids
         eos = None
         for i, (t, m) in enumerate(zip(st.tokens, st.masked, strict=True)):
@@ -161,7 +198,8 @@ class Engine:
             if t in stops:
                 eos = i
                 break
-        pieces = tuple("" if m else self.piece(t) for t, m in zip(st.tokens, st.masked, strict=True))
+        shown = shown or {}
+        pieces = tuple("" if m else shown.get(t) or self.piece(t) for t, m in zip(st.tokens, st.masked, strict=True))
         return Snapshot(step=index, t_ns=time.monotonic_ns(), tokens=tuple(st.tokens), masked=tuple(st.masked),
                         confidence=tuple(round(c, 4) for c in st.confidence), guesses=tuple(st.guesses),
                         pieces=pieces, eos=eos, block_size=st.block_size, blocks_done=st.blocks_done,

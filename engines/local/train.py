@@ -29,8 +29,9 @@ import torch.nn.functional as F
 
 from engines.local.checkpoint import load, save
 from engines.local.model import LLaDAModel, ModelConfig
+from engines.local.open_values import Vocabulary
 from engines.local.tokenizer import ChatTokenizer, train_tiny
-from engines.shop import corpus
+from engines.shop import business, corpus, names
 
 
 @dataclass
@@ -170,14 +171,14 @@ def train(cfg: TrainConfig, out: Path, from_ar: Path | None = None) -> dict:
             log = [r for r in old.get("log", []) if r.get("kind") == "ar"]
         ar_s = float(json.loads(prev_log.read_text()).get("ar_train_s", 0.0)) if prev_log.is_file() else 0.0
         if out.resolve() != from_ar.parent.resolve():
-            save(ar, tok, cfg_out(out, "ar"), extra_config=extra)
+            _save(ar, tok, cfg_out(out, "ar"), extra_config=extra)
     else:
         ar = LLaDAModel(mc)
         ar.init_weights(cfg.seed)
         run_training(ar, data, cfg.ar_steps, cfg.ar_lr, cfg.batch, cfg.seed, "ar", tok.tok.token_to_id("<|pad|>"),
                      tok.mask_id, log)
         ar_s = time.monotonic() - t0
-        save(ar, tok, cfg_out(out, "ar"), extra_config=extra)
+        _save(ar, tok, cfg_out(out, "ar"), extra_config=extra)
     mc = ar.config
     # diffusion: same weights, bidirectional attention, shifted logits
     dc = ModelConfig.from_dict(mc.to_dict() | {"causal": False, "logits_shift": True})
@@ -186,12 +187,23 @@ def train(cfg: TrainConfig, out: Path, from_ar: Path | None = None) -> dict:
     run_training(diff, data, cfg.diff_steps, cfg.diff_lr, cfg.batch, cfg.seed + 1, "diffusion",
                  tok.tok.token_to_id("<|pad|>"), tok.mask_id, log)
     diff_s = time.monotonic() - t0 - (0.0 if prev is not None else ar_s)
-    save(diff, tok, cfg_out(out, "diffusion"), extra_config=extra)
+    _save(diff, tok, cfg_out(out, "diffusion"), extra_config=extra)
     meta = {"train_config": asdict(cfg), "params": ar.num_params(), "ar_train_s": round(ar_s, 1),
             "diffusion_adapt_s": round(diff_s, 1), "torch": torch.__version__, "log": log}
     (out / "train_log.json").write_text(json.dumps(meta, indent=1) + "\n")
     print(f"done: AR {ar_s:.0f} s, diffusion adaptation {diff_s:.0f} s -> {out}")
     return meta
+
+
+def shop_vocabulary() -> Vocabulary:
+    """The words the shop's corpus puts in callers' mouths and the 40 names every training copies exactly
+    (engines/local/open_values.py): written beside each model this script saves."""
+    return Vocabulary(frozenset(w for w in names.corpus_words() if w.isalpha()), tuple(business.NAMES))
+
+
+def _save(model: LLaDAModel, tok: ChatTokenizer, folder: Path, extra_config: dict) -> None:
+    save(model, tok, folder, extra_config=extra_config)
+    shop_vocabulary().write(folder)
 
 
 def finetune(cfg: TrainConfig, src: Path, out: Path) -> dict:
@@ -217,7 +229,7 @@ def finetune(cfg: TrainConfig, src: Path, out: Path) -> dict:
     if vl.get("block_size") == vl.get("canvas"):  # one block over the whole canvas stays one block
         vl["block_size"] = cfg.canvas
     extra = {"voicelab": vl | {"canvas": cfg.canvas}}
-    save(model, tok, out, extra_config=extra)
+    _save(model, tok, out, extra_config=extra)
     meta = {"finetune_of": str(src), "kind": kind, "train_config": asdict(cfg), "train_s": round(time.monotonic() - t0, 1),
             "torch": torch.__version__, "log": log}
     (out.parent / f"finetune_{out.name}.json").write_text(json.dumps(meta, indent=1) + "\n")
@@ -230,12 +242,18 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, default=Path("engines/tiny"))
     ap.add_argument("--from-ar", type=Path, default=None,
                     help="skip AR training: adapt the diffusion model from this trained AR folder (its tokenizer)")
+    ap.add_argument("--vocabulary-only", type=Path, nargs="+", default=None,
+                    help="only write open_values.json into these trained model folders")
     ap.add_argument("--finetune", type=Path, default=None,
                     help="continue training this model folder on the current corpus; --out is the new model folder")
     for f, v in asdict(TrainConfig()).items():
         ap.add_argument(f"--{f.replace('_', '-')}", type=type(v), default=v)
     a = ap.parse_args(argv)
     cfg = TrainConfig(**{f: getattr(a, f) for f in asdict(TrainConfig())})
+    if a.vocabulary_only:
+        for folder in a.vocabulary_only:
+            shop_vocabulary().write(folder)
+        return
     if a.finetune is not None:
         finetune(cfg, a.finetune, a.out)
         return

@@ -88,6 +88,7 @@ SCHEMA: dict[str, list[Column]] = {
         Column("preempt_wasted_ms", _F, "engine time of preemptive replies that were dropped"),
         Column("stt_text", _S, "the recogniser's final words for the turn (null: no final transcript)"),
         Column("stt_wer", _F, "word error rate of stt_text against the fixture's text (project normaliser)"),
+        Column("slots_read", _B, "stt_text holds every slot word of the fixture's expect_reply (null: no slot word)"),
         Column("endpointing_ms", _F, "caller speech end -> first turn_end"),
         Column("vad_stop_ms", _F, "of endpointing: caller speech end -> the VAD's last stop before the turn end"),
         Column("stt_final_wait_ms", _F, "of endpointing: the VAD stop -> the final reading, when it came later"),

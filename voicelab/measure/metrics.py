@@ -42,19 +42,19 @@ Percentiles interpolate linearly between order statistics; a figure without samp
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from engines.shop.answers import score_reply
+from engines.shop.answers import parse_expect, score_reply
 from engines.snapshot import Snapshot
 from voicelab.measure import intervals
 from voicelab.measure.events import Event, EventKind, revised_char_offsets
 from voicelab.measure.pauses import pauses_by_turn
-from voicelab.speech.wer import word_error_rate
+from voicelab.speech.wer import comparable_words, word_error_rate
 
 K = EventKind
 BREAKDOWN_PARTS = ("endpointing", "stt", "engine_first_commit", "tts_first_audio", "playout",
@@ -508,7 +508,7 @@ def _turn_row(call_id: str, turn: int, evs: list[Event]) -> dict[str, Any]:
     at = _anchors(reply)
     answered = next((e for e in reversed(reply) if e.kind == K.ENGINE_DONE and not e.payload.get("cancelled")),
                     None)
-    return {
+    row = {
         "call_id": call_id,
         "turn": turn,
         "expect": said.expect,
@@ -518,6 +518,7 @@ def _turn_row(call_id: str, turn: int, evs: list[Event]) -> dict[str, Any]:
         "preemptive": preempt,
         "preempt_wasted_ms": _r(wasted) if preempt is not None else None,
         **_stt_figures(evs, turn, said.text),
+        "slots_read": None,  # filled below from stt_text
         **_critical_path(said.end, at, onset),
         "stop_latency_ms": _r(_stop_latency(evs, turn, said, onset)),
         "recovery_ms": _r(far) if said.expect == "interrupt" else None,
@@ -533,6 +534,23 @@ def _turn_row(call_id: str, turn: int, evs: list[Event]) -> dict[str, Any]:
         "errors": sum(1 for e in reply if e.kind == K.ERROR),
         **_speculative(reply),
     }
+    row["slots_read"] = slots_read(row["stt_text"], said.expect_reply)
+    return row
+
+
+def slots_read(reading: str | None, expect: Any) -> bool | None:
+    """Whether the recogniser's reading holds every slot word the fixture's expected reply needs (a name, a
+    day, a time, an order number), compared as `comparable_words` writes them ("3:30 PM" is "3 30 pm",
+    "five one two" is "512"). None without a reading, an expectation or a slot word to read. It tells a wrong
+    answer to a misheard request from a wrong answer to a request heard right."""
+    if reading is None or expect is None:
+        return None
+    want = parse_expect(expect)
+    if not want.slots:
+        return None
+    have = Counter(comparable_words(reading))
+    need = Counter(w for v in want.slots.values() for w in comparable_words(str(v)))
+    return all(have[w] >= n for w, n in need.items())
 
 
 def _answer(done: Event | None, expect: Any) -> dict[str, Any]:
@@ -637,7 +655,10 @@ def _answer_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Shares of correct (of the replies the fixtures score) and coherent (of all replies) answers."""
     scored = [r for r in rows if r.get("answer_correct") is not None]
     replies = [r for r in rows if r.get("coherent") is not None]
+    read = [r for r in scored if r.get("slots_read")]
     return {"correct": _r(sum(r["answer_correct"] for r in scored) / len(scored), 3) if scored else None,
+            "correct_slots_read": _r(sum(r["answer_correct"] for r in read) / len(read), 3) if read else None,
+            "n_slots_read": len(read),
             "coherent": _r(sum(r["coherent"] for r in replies) / len(replies), 3) if replies else None,
             "n": len(scored), "replies": len(replies),
             "wrong_tool_calls": sum(1 for r in scored if r.get("wrong_tool_call"))}

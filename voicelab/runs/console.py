@@ -121,6 +121,12 @@ def print_faults(console: Console, rows: list[dict[str, Any]]) -> None:
     console.print(t)
 
 
+def _read_cell(s: Mapping[str, Any]) -> str:
+    """Answers correct on the turns whose slot words the recogniser read (metrics.slots_read)."""
+    a = s.get("answers") or {}
+    return "—" if a.get("correct_slots_read") is None else f"{100 * a['correct_slots_read']:.1f} % of {a.get('n_slots_read')}"
+
+
 def _answer_cells(s: Mapping[str, Any]) -> tuple[str, str, str]:
     """'answer acc' (correct of the replies the fixtures score, with n), 'coherent' (of all replies) and tool
     calls executed/confirmed/refused, for the overall table: FAR beside whether the answers were right."""
@@ -151,7 +157,7 @@ def summary_figures(s: Mapping[str, Any]) -> list[tuple[str, str]]:
         ("false cut-ins", _f(s.get("false_cut_ins"))),
         ("audible revisions / 100 words", _f(rev["audible_per_100_words"], 2)),
         ("churn", _f(rev["churn"])), ("post-synthesis revisions", _f(rev["post_synthesis"])),
-        ("answers correct", acc), ("answers coherent", coh), ("tool calls run/confirmed/refused", tools),
+        ("answers correct", acc), ("answers correct, slot words read", _read_cell(s)), ("answers coherent", coh), ("tool calls run/confirmed/refused", tools),
         ("engine first commit p50 ms", _f(s["engine_figures"]["first_commit_ms_p50"])),
         ("engine tokens/s", _f(s["engine_figures"]["tokens_per_s"])),
         ("truth: FAR Δp95 ms (events vs WAV)", _f(s["truth"]["far_abs_diff_ms_p95"])),
