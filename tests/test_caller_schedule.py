@@ -278,3 +278,37 @@ def test_after_a_backchannel_a_pause_the_bot_talks_through_is_not_the_end() -> N
     assert run_until(s, 6.9) == []
     s.bot_audio_stopped(7.0)
     assert [(c.turn, c.start_s) for c in run_until(s, 7.8)] == [(2, pytest.approx(7.7))]
+
+
+def test_a_reply_begun_in_the_callers_pause_and_stopped_by_their_words_is_not_the_answer() -> None:
+    # turn 0's speech runs 0.75-4.65 s with a pause in it; the bot takes the pause for the end, starts at 2.5 s,
+    # and the caller's resumed words stop it (interrupted) at 5.0 s, after the speech ended
+    s = CallerScheduler([plan("call_start", 0.5, dur=4.5, on=0.25, off=4.15), plan("bot_audio_end", 0.05),
+                         plan("bot_audio_start", 0.5)], greeting=False)
+    run_until(s, 0.5)
+    s.bot_audio_started(2.5)
+    s.bot_audio_stopped(5.0, interrupted=True)
+    assert run_until(s, 6.0) == []  # the caller waits for the answer to what it said
+    s.bot_audio_started(6.1)
+    s.bot_audio_stopped(8.0)
+    clip = run_until(s, 8.1)
+    assert [(c.turn, c.start_s) for c in clip] == [(1, pytest.approx(8.05))]
+
+
+def test_an_interrupted_reply_begun_after_the_speech_end_still_ends_the_reply() -> None:
+    # stopped by a noise after the caller had finished: it was the reply, and the caller goes on
+    s = CallerScheduler([plan("call_start", 0.5), plan("bot_audio_end", 0.3)], greeting=False)
+    run_until(s, 0.5)
+    s.bot_audio_started(2.5)
+    s.bot_audio_stopped(3.0, interrupted=True)
+    assert [(c.turn, c.start_s) for c in run_until(s, 3.3)] == [(1, pytest.approx(3.3))]
+
+
+def test_without_a_later_answer_the_abandoned_reply_times_out_from_the_speech_end() -> None:
+    s = CallerScheduler([plan("call_start", 0.5, dur=4.5, off=4.15), plan("bot_audio_end", 0.0)],
+                        no_reply_timeout_s=2.0, greeting=False)
+    run_until(s, 0.5)
+    s.bot_audio_started(2.5)
+    s.bot_audio_stopped(5.0, interrupted=True)
+    clip = run_until(s, 7.0)
+    assert [(c.turn, c.reason) for c in clip] == [(1, "timeout")] and clip[0].start_s == pytest.approx(6.65)

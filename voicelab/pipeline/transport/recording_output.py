@@ -69,6 +69,7 @@ class RecordingOutput(BaseOutputTransport):
         self._pending_marks: list[PlayoutMarkFrame] = []
         self._bot_open = False  # the scheduler was told the bot's reply is audible
         self._pipecat_stopped_at: int | None = None  # sample when BotStoppedSpeaking passed
+        self._open_cut = False  # the reply now playing was interrupted (the scheduler's reply-end rule)
         # word frames waiting for their word to start playing, and words started without their frame yet
         self._held: list[Frame] = []
         self._word_credits = 0
@@ -212,6 +213,7 @@ class RecordingOutput(BaseOutputTransport):
             self.ledger.interrupted(cut)
             self._held = [f for f in self._held if not f.interruptible]
             self._word_credits = 0
+            self._open_cut = self._open_cut or self._bot_open
         elif direction == FrameDirection.DOWNSTREAM and self._holds(frame):
             await FrameProcessor.process_frame(self, frame, direction)  # observers only; we time it
             self._held.append(frame)
@@ -256,6 +258,7 @@ class RecordingOutput(BaseOutputTransport):
         """The scheduler hears the bot start (a reactive caller's cue); the ledger has logged it."""
         if ev.kind == "onset" and not self._bot_open:
             self._bot_open = True
+            self._open_cut = False
             if self.scheduler is not None:
                 self.scheduler.bot_audio_started(ev.t_s)
 
@@ -273,4 +276,4 @@ class RecordingOutput(BaseOutputTransport):
             return
         self._bot_open = False
         if self.scheduler is not None:
-            self.scheduler.bot_audio_stopped(last)
+            self.scheduler.bot_audio_stopped(last, interrupted=self._open_cut)
