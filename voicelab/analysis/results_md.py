@@ -184,6 +184,8 @@ FIGURES: dict[str, Figure] = {
     "heard_text_word_errors": Figure("heard-text word errors", "heard-text errors", _count("heard_text_word_errors")),
     "stt_wer": Figure("stt_wer (mean)", "stt_wer", _stt_wer),
     "answers_correct": Figure("answers correct", "correct", _share("correct", "n")),
+    "answers_correct_slots_read": Figure("answers correct, slot words read", "correct, slots read",
+                                         _share("correct_slots_read", "n_slots_read")),
     "answers_coherent": Figure("answers coherent", "coherent", _share("coherent", "replies")),
     "wrong_tool_calls": Figure("wrong tool calls", "wrong tool calls", _count("answers", "wrong_tool_calls")),
     "audible_revisions": Figure("audible revisions", "audible revisions", _audible),
