@@ -125,5 +125,15 @@ def test_a_broken_vocabulary_file_is_a_checkpoint_error(tmp_path: Path) -> None:
         open_engine(str(folder))
 
 
-def test_no_stand_ins_without_a_vocabulary_file() -> None:
+def test_no_stand_ins_without_a_vocabulary_file(tmp_path: Path) -> None:
+    import shutil
+
     assert StandIns().replace("this is tviskoy") == "this is tviskoy"
+    folder = tmp_path / "ar"
+    shutil.copytree(Path(open_engine("ar").ckpt.folder), folder)
+    (folder / FILE).unlink()
+    eng = open_engine(str(folder))
+    assert eng.vocabulary is None
+    gen = eng.generate([{"role": "user", "content": "It's for Tviskoy."}])
+    prompt = eng.ckpt.tokenizer.tok.decode(gen.prompt)
+    assert "tviskoy" in prompt and "anna" not in prompt and gen.shown == {}

@@ -40,7 +40,6 @@ class Generation:
         self.engine = engine
         self.prompt = prompt
         self.shown = shown or {}  # token -> the caller's word it stands in for (engines/local/open_values.py)
-        self.stand_ins = StandIns()
         self.control = Control()
         self._steps: Iterator[Step] = SAMPLERS[engine.sampler](
             engine.ckpt.model, prompt, engine.special, cfg, self.control)
@@ -127,6 +126,7 @@ class Engine:
         # corpus's form: the input normaliser rewrites the form at this edge (docs/decisions/input-normaliser.md)
         self.normalize_input = _has_voicelab_section(ckpt)
         # ... and carry callers' own values past their closed vocabulary as names they copy exactly
+        self._name_tokens: dict[str, tuple[int, int]] = {}  # stand-in -> its token after a space, after "="
         self.vocabulary = self._vocabulary(ckpt) if self.normalize_input else None
         self._pieces: dict[int, str] = {}
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"engine-{self.name}")
@@ -157,9 +157,7 @@ class Engine:
         limit = self.ckpt.model.config.max_sequence_length
         if len(prompt) + cfg.canvas > limit:  # keep the latest turns that fit, as a chat app would
             prompt = prompt[len(prompt) + cfg.canvas - limit:]
-        gen = Generation(self, prompt, cfg, self._shown(subs))
-        gen.stand_ins = subs
-        return gen
+        return Generation(self, prompt, cfg, self._shown(subs))
 
     def _vocabulary(self, ckpt: Checkpoint) -> Vocabulary | None:
         """The folder's open-values file, its names kept to those the tokenizer writes as one token after a
@@ -171,17 +169,18 @@ class Engine:
         if v is None:
             return None
         tok = ckpt.tokenizer.tok
-        names = tuple(n for n in v.names
-                      if len(tok.encode(" " + n).ids) == 1 and len(tok.encode("=" + n).ids) == 2)
-        return Vocabulary(v.known, names)
+        for n in v.names:
+            spaced, after_eq = tok.encode(" " + n).ids, tok.encode("=" + n).ids
+            if len(spaced) == 1 and len(after_eq) == 2:
+                self._name_tokens[n] = (spaced[0], after_eq[1])
+        return Vocabulary(v.known, tuple(self._name_tokens))
 
     def _shown(self, subs: StandIns) -> dict[int, str]:
         """The stand-ins' tokens (after a space, after "=") shown as the caller's words."""
-        tok = self.ckpt.tokenizer.tok
         shown: dict[int, str] = {}
         for word, name in subs.by_word.items():
-            shown[tok.encode(" " + name).ids[0]] = " " + word
-            shown[tok.encode("=" + name).ids[1]] = word
+            spaced, after_eq = self._name_tokens[name]
+            shown[spaced], shown[after_eq] = " " + word, word
         return shown
 
     def piece(self, tok: int) -> str:

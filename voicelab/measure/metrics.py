@@ -508,7 +508,8 @@ def _turn_row(call_id: str, turn: int, evs: list[Event]) -> dict[str, Any]:
     at = _anchors(reply)
     answered = next((e for e in reversed(reply) if e.kind == K.ENGINE_DONE and not e.payload.get("cancelled")),
                     None)
-    row = {
+    stt = _stt_figures(evs, turn, said.text)
+    return {
         "call_id": call_id,
         "turn": turn,
         "expect": said.expect,
@@ -517,8 +518,8 @@ def _turn_row(call_id: str, turn: int, evs: list[Event]) -> dict[str, Any]:
         **_answer(answered, said.expect_reply),
         "preemptive": preempt,
         "preempt_wasted_ms": _r(wasted) if preempt is not None else None,
-        **_stt_figures(evs, turn, said.text),
-        "slots_read": None,  # filled below from stt_text
+        **stt,
+        "slots_read": slots_read(stt["stt_text"], said.expect_reply),
         **_critical_path(said.end, at, onset),
         "stop_latency_ms": _r(_stop_latency(evs, turn, said, onset)),
         "recovery_ms": _r(far) if said.expect == "interrupt" else None,
@@ -534,8 +535,6 @@ def _turn_row(call_id: str, turn: int, evs: list[Event]) -> dict[str, Any]:
         "errors": sum(1 for e in reply if e.kind == K.ERROR),
         **_speculative(reply),
     }
-    row["slots_read"] = slots_read(row["stt_text"], said.expect_reply)
-    return row
 
 
 def slots_read(reading: str | None, expect: Any) -> bool | None:
