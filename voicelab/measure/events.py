@@ -74,7 +74,7 @@ class EventKind(StrEnum):
     CALL_LIMIT = "call_limit"  # payload: limit_s; the call was ended there
     FAULT = "fault"  # payload: fault (e.g. engine-stall), where (turn:N or t:S); an injected failure fired
     # the live page (voicelab.web): its own figures and its clock, in performance.now() ms
-    CLIENT_FAR = "client_far"  # payload: far_ms, mic_end_ms, bot_onset_ms, jb_delay_s, jb_emitted
+    CLIENT_FAR = "client_far"  # payload: far_ms, mic/bot times, jb_delay_s, jb_emitted, jb_window_end_ms
     CLOCK_SYNC = "clock_sync"  # payload: page_send_ms, page_recv_ms (a ping's round trip), server_ms
 
 

@@ -201,7 +201,7 @@ def page_message(message: Mapping[str, Any], log: CallLog, send: Callable[[dict[
         if None in vals.values():
             return True
         payload: dict[str, Any] = dict(vals)
-        for k in ("jb_delay_s", "jb_emitted", "jb_target_s", "server_far_ms"):
+        for k in ("jb_delay_s", "jb_emitted", "jb_target_s", "jb_window_end_ms", "server_far_ms"):
             if (v := _number(message.get(k))) is not None:
                 payload[k] = v
         turn = message.get("turn")

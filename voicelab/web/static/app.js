@@ -640,6 +640,9 @@
       msg.jb_delay_s = b.delay - a.delay;
       msg.jb_emitted = b.emitted - a.emitted;
       if (b.target != null && a.target != null) msg.jb_target_s = b.target - a.target; // what it aims for
+      // how long after the bot's onset the window closed: no sample in it waited longer than the onset's
+      // own downlink plus this, since none was sent before the onset
+      msg.jb_window_end_ms = performance.now() - botOnset;
     }
     stats.clientReports.push(msg);
     if (s.dc.readyState === "open") s.dc.send(JSON.stringify(msg));
