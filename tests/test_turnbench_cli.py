@@ -44,7 +44,8 @@ def _turn_doc(i: int, audio_p: float, text_p: float, pause_s: float) -> dict[str
               "text": f"w{j}", "text_p": text_p, "stt_ms": 150.0, "decision_ms": 5.0, "reliable": True,
               "early_text": f"w{j}", "early_text_p": text_p, "early_stt_ms": 150.0}
              for j, e in enumerate(x for x in ev if x.kind == "stop")]
-    return {"id": f"g{i}", "group": "generated", "kind": "turn", "duration_s": 9.0, "meta": {},
+    return {"id": f"g{i}", "group": "generated", "kind": "turn", "duration_s": 9.0,
+            "meta": {"kind": "complete" if i % 2 else "content"},
             "conf": conf, "vol": np.ones(n), "starts": [e.t_s for e in ev if e.kind == "start"], "stops": stops,
             "points": [{"kind": "pause", "t_s": b * WINDOW_S, "resume_s": c * WINDOW_S},
                        {"kind": "end", "t_s": (c + int(1 / WINDOW_S)) * WINDOW_S, "resume_s": None}]}
@@ -71,6 +72,10 @@ def test_bench_turns_json_and_out(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
         assert all(v is None or v >= 0 for v in r["dead_air_p50_ms_at"].values())
     doc = json.loads((tmp_path / "turn_bench.json").read_text())
     assert doc["summary"] == rows and (tmp_path / "turn_bench.png").stat().st_size > 10_000
+    # the words ceiling beside them: half the pauses follow a complete sentence
+    ceiling = doc["words_ceiling"]
+    assert ceiling["pauses"] == 40 and ceiling["complete_prefix_pauses"] == 20
+    assert ceiling["false_cutoffs_at"]["300ms"] <= 0.5
 
 
 def test_bench_turns_refuses_bad_options() -> None:

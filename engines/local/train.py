@@ -41,6 +41,7 @@ class TrainConfig:
     corpus_seed: int = corpus.TRAIN_SEED
     open_names: float = corpus.TRAIN_OPEN_NAMES  # share of callers' names beyond the shop's 40 (learn to copy)
     tails: float = corpus.TRAIN_TAILS  # share of requests ending with words that carry no slot
+    extra_words: float = corpus.TRAIN_EXTRA_WORDS  # share of caller turns with words the corpus never uses
     heldout_seed: int = 1
     vocab_size: int = 1024  # of the BPE tokenizer trained on the corpus (the network's shape: ModelConfig)
     canvas: int = 56  # response positions, EOS-padded (LLaDA SFT layout); 48 before open names: a 5-piece name
@@ -152,7 +153,7 @@ def train(cfg: TrainConfig, out: Path, from_ar: Path | None = None) -> dict:
     models' d_model 256, 4 layers, 4 heads); the vocabulary comes from the tokenizer trained here."""
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(cfg.threads)
-    train_ex = corpus.generate(cfg.n_train, cfg.corpus_seed, cfg.open_names, cfg.tails)
+    train_ex = corpus.generate(cfg.n_train, cfg.corpus_seed, cfg.open_names, cfg.tails, cfg.extra_words)
     texts = [m["content"] for e in train_ex for m in e.messages] + [e.reply for e in train_ex]
     prev = load(from_ar) if from_ar else None
     tok = prev.tokenizer if prev else train_tiny(texts, cfg.vocab_size)
@@ -218,8 +219,8 @@ def finetune(cfg: TrainConfig, src: Path, out: Path) -> dict:
     model, tok = ck.model.float(), ck.tokenizer
     kind = "ar" if model.config.causal else "diffusion"
     steps, lr = (cfg.ar_steps, cfg.ar_lr) if kind == "ar" else (cfg.diff_steps, cfg.diff_lr)
-    data = encode(tok, corpus.generate(cfg.n_train, cfg.corpus_seed, cfg.open_names, cfg.tails), cfg.canvas,
-                  skip_long=True)
+    chats = corpus.generate(cfg.n_train, cfg.corpus_seed, cfg.open_names, cfg.tails, cfg.extra_words)
+    data = encode(tok, chats, cfg.canvas, skip_long=True)
     log: list[dict] = []
     t0 = time.monotonic()
     # a different data order and mask draw than the source's own training

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from engines.shop import business as B
+from engines.shop import extra_words as EW
 from engines.shop import names as N
 from engines.shop import phrasing as PH
 from engines.shop.asr_noise import damage, garble
@@ -187,10 +188,12 @@ def address(r: random.Random) -> Example:
 class CorpusRandom(random.Random):
     """The corpus's random stream, carrying the share of callers' names drawn beyond the shop's 40."""
 
-    def __init__(self, seed: int, open_names: float = 0.0, tails: float = 0.0) -> None:
+    def __init__(self, seed: int, open_names: float = 0.0, tails: float = 0.0, extra_words: float = 0.0) -> None:
         super().__init__(seed)
         self.open_names = open_names
         self.tails = tails  # share of requests that end with a few words carrying no slot ("... for me please")
+        self.extra_words = extra_words  # share of caller turns given words the corpus never uses (extra_words.py)
+        self.extra_pool = EW.read_pool() if extra_words else ()
 
 
 def _open_share(r: random.Random) -> float:
@@ -476,6 +479,8 @@ TRAIN_SEED = 0
 # was tried and not shipped
 TRAIN_OPEN_NAMES = 0.0
 TRAIN_TAILS = 0.0
+# share of caller turns given common English words the corpus never uses (engines/shop/extra_words.py)
+TRAIN_EXTRA_WORDS = 0.0
 # share of the destroyed essential words of a clarify request heard as a short function word
 AS_FUNCTION_WORD = 0.3
 # share of in-domain requests given light recogniser noise that keeps slot values and cues
@@ -532,14 +537,20 @@ def draw(intent: str, r: random.Random, noise: bool = True) -> Example:
         e = _with_light_noise(e, r)
     if intent != "greeting" and intent not in _OWN_HISTORY and r.random() < HISTORY:
         e = _with_history(e, r)
+    share = getattr(r, "extra_words", 0.0)
+    if share and r.random() < share:  # every kind of example alike: an unknown word carries no label
+        e.messages[-1] = {"role": "user", "content": EW.insert(e.messages[-1]["content"], r, getattr(r, "extra_pool", ()))}
     return e
 
 
-def generate(n: int, seed: int, open_names: float = 0.0, tails: float = 0.0) -> list[Example]:
+def generate(n: int, seed: int, open_names: float = 0.0, tails: float = 0.0,
+             extra_words: float = 0.0) -> list[Example]:
     """n examples, reproducible from the seed; `open_names`: share of callers' names beyond the shop's 40
-    (engines/shop/names.py), `tails`: share of requests ending with words that carry no slot (`TAILS`). The tiny
-    models train with TRAIN_OPEN_NAMES and TRAIN_TAILS; the defaults keep the corpus the earlier weights saw."""
-    r = CorpusRandom(seed, open_names, tails)
+    (engines/shop/names.py), `tails`: share of requests ending with words that carry no slot (`TAILS`),
+    `extra_words`: share of caller turns given common English words the corpus never uses
+    (engines/shop/extra_words.py). The tiny models train with the TRAIN_* shares; the defaults keep the
+    corpus the earlier weights saw."""
+    r = CorpusRandom(seed, open_names, tails, extra_words)
     names, weights = list(WEIGHTS), [WEIGHTS[k] for k in WEIGHTS]
     return [draw(r.choices(names, weights)[0], r) for _ in range(n)]
 

@@ -101,6 +101,11 @@ def _print_tables(result: dict[str, Any]) -> None:
             rate = "-" if d["false_cutoff_rate"] is None else f"{d['false_cutoff_rate']:.1%}"
             table.add_row(f"{e['strategy']} ({e['knob']})", *at, cut,
                           f"{e['knob']}={d['value']}: {rate}, {f(d['dead_air_p50_ms'])} / {f(d['dead_air_p95_ms'])}")
+        ceiling = result.get("words_ceiling")
+        if ceiling is not None and g == "generated" and passes == "passes_removed":
+            at = [f"{f(ceiling['dead_air_p50_ms_at'][k])}" for k in ("1%", "2%", "5%", "10%")]
+            cut = " / ".join("-" if v is None else f"{v:.1%}" for v in ceiling["false_cutoffs_at"].values())
+            table.add_row("[dim]words ceiling (reference: perfect words, no hesitation cue)[/dim]", *at, cut, "")
         Console().print(table)
     other = Table(title="shipped settings on the fixtures (pass times removed): false cut-offs, dead air p50 / p95")
     other.add_column("strategy")

@@ -24,6 +24,7 @@ from voicelab.turnbench import curve as cv
 from voicelab.turnbench.audio import CaseAudio, fixture_cases, render_barge, render_turn, spec_key
 from voicelab.turnbench.bargein import replay_barge, summarise
 from voicelab.turnbench.cases import CACHE_ROOT, BargeCase, TurnCase, load_corpus
+from voicelab.turnbench.ceiling import ceiling_report
 from voicelab.turnbench.replay import (
     DecideStrategy,
     Point,
@@ -238,6 +239,8 @@ def run_bench(docs: Sequence[dict[str, Any]], strategies: Sequence[Strategy], *,
     for g in sorted({d["group"] for d in barge}):
         result["barge_in"][g] = summarise([o for o in outcomes[True] if o.group == g])
     result["barge_in_cases"] = [o.__dict__ for o in outcomes[True]]
+    # what no rule that cannot hear hesitation can beat on the generated corpus (voicelab.turnbench.ceiling)
+    result["words_ceiling"] = ceiling_report([t for t in traces if t.group == "generated"])
     result["_matrices"] = matrices
     return result
 
@@ -291,6 +294,11 @@ def plot(result: dict[str, Any], path: Path) -> None:
         d = e["groups"][g]["passes_removed"]["at_default"]
         if d["false_cutoff_rate"] is not None and d["dead_air_p50_ms"] is not None:
             ax.plot([d["false_cutoff_rate"] * 100], [d["dead_air_p50_ms"]], "o", color=color)
+    ceiling = result.get("words_ceiling")
+    if ceiling is not None and g == "generated":
+        pts = sorted((p["false_cutoff_rate"] * 100, p["dead_air_p50_ms"]) for p in ceiling["curve"])
+        xs, ys = zip(*pts, strict=True)
+        ax.step(xs, ys, ":", color="black", where="post", label="words ceiling (perfect words, no hesitation cue)")
     for name, ms in (("LiveKit v1", 543), ("smart-turn v3.2", 1051), ("Deepgram Flux", 1151), ("VAD only", 1600)):
         ax.plot([5], [ms], "x", color="grey")
         ax.annotate(f"eot-bench: {name}", (5, ms), textcoords="offset points", xytext=(4, 2), fontsize=7, color="grey")

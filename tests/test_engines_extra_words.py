@@ -1,0 +1,58 @@
+"""Words a caller adds that the corpus never uses (engines/shop/extra_words.py): the pool, the insertion and
+the corpus that carries them."""
+
+from __future__ import annotations
+
+import random
+import re
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from engines.shop import corpus
+from engines.shop import extra_words as EW
+from engines.shop.names import corpus_words
+
+
+def test_the_file_is_what_the_builder_writes() -> None:
+    assert list(EW.read_pool()) == EW.build_pool(corpus_words(), EW.evaluation_words())
+
+
+def test_the_pool_is_new_words_and_leaves_the_evaluation_sets_unseen() -> None:
+    pool = set(EW.read_pool())
+    assert len(pool) > 5000
+    assert not pool & corpus_words()
+    # the unseen-caller and out-of-domain sets still measure words the training never showed
+    assert not pool & EW.evaluation_words()
+    assert "speaking" in EW.evaluation_words() and "speaking" not in pool
+    assert not pool & EW.MEANING and {"not", "tomorrow", "seven", "june"} <= EW.MEANING
+
+
+@given(st.integers(0, 10_000), st.lists(st.sampled_from(["book", "3", "30", "pm", "on", "5", "1", "am", "anna"]),
+                                       min_size=0, max_size=12))
+def test_insertion_keeps_every_word_in_order_and_never_splits_a_number(seed: int, words: list[str]) -> None:
+    pool = ("market", "village")
+    out = EW.insert(" ".join(words), random.Random(seed), pool).split()
+    assert [w for w in out if w not in pool] == words
+    assert 1 <= len(out) - len(words) <= 6
+    digitish = re.compile(r"^(\d+|am|pm)$")
+    # the caller's words on either side of each run of added words were neighbours: never two parts of a
+    # number or time ("3 30 pm")
+    runs = re.finditer(r"(?:^| )((?:(?:market|village) ?)+)", " ".join(out))
+    for m in runs:
+        before = " ".join(out)[:m.start(1)].split()[-1:]
+        after = " ".join(out)[m.end(1):].split()[:1]
+        assert not (before and after and digitish.match(before[0]) and digitish.match(after[0])), out
+
+
+def test_the_default_corpus_is_unchanged_and_the_share_touches_every_kind_alike() -> None:
+    assert [e.to_json() for e in corpus.generate(300, 5)] == [e.to_json() for e in corpus.generate(300, 5, 0, 0, 0)]
+    pool = set(EW.read_pool())
+    chats = corpus.generate(3000, 5, extra_words=0.5)
+    touched: dict[str, list[bool]] = {}
+    for e in chats:
+        kind = "answered" if e.reply.startswith("[") else "clarify" if e.intent == "clarify" else "other"
+        touched.setdefault(kind, []).append(any(w in pool for w in e.messages[-1]["content"].split()))
+    shares = {k: sum(v) / len(v) for k, v in touched.items()}
+    # an added word says nothing about the reply: every kind gets them at about the same rate
+    assert all(0.4 < s < 0.6 for s in shares.values()), shares
