@@ -538,8 +538,13 @@ def draw(intent: str, r: random.Random, noise: bool = True) -> Example:
     if intent != "greeting" and intent not in _OWN_HISTORY and r.random() < HISTORY:
         e = _with_history(e, r)
     share = getattr(r, "extra_words", 0.0)
-    if share and r.random() < share:  # every kind of example alike: an unknown word carries no label
-        e.messages[-1] = {"role": "user", "content": EW.insert(e.messages[-1]["content"], r, getattr(r, "extra_pool", ()))}
+    if share and intent not in EW.WHOLE_MESSAGE and r.random() < share:
+        pool = getattr(r, "extra_pool", ())
+        last = e.messages[-1]["content"]
+        # requests of every kind alike, answered or not: an unknown word carries no label; and a sentence of
+        # nothing but unknown words asks nothing of the shop
+        text = EW.unknown_sentence(r, pool) if intent == "fallback" and r.random() < 0.5 else EW.insert(last, r, pool)
+        e.messages[-1] = {"role": "user", "content": text}
     return e
 
 

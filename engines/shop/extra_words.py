@@ -7,9 +7,13 @@ clarifying question. So they learned "an unknown word means garble" and asked ag
 
 The remedy is data in which an unknown word carries no label: with probability `share`, a caller's
 request gets one or two runs of common English words (wordfreq's list) inserted at word boundaries, in
-every kind of example alike (answered requests, half-understood ones, off-topic ones). Whether to call a
+every kind of request alike (answered requests, half-understood ones, off-topic ones). Whether to call a
 tool then depends only on whether the request's own cue words and slot values are there, which is what
-the model should look at. The pool (`extra_words.txt`) leaves out
+the model should look at. Two exceptions, found in the first trial (engines/tiny/TRAINING.md): a social
+formula ("hi there", "thanks bye": `WHOLE_MESSAGE`) gets no added words, since "hi there" with a sentence
+added is another message, and the model trained that way greeted callers who said something off-topic; and
+half of the touched off-topic examples become a sentence of pool words only (`unknown_sentence`), so that a
+sentence of nothing but unknown words is an off-topic one. The pool (`extra_words.txt`) leaves out
 - every word the corpus itself uses (`names.corpus_words`): the pool is new words only;
 - words that change what a request means when added: negations, numbers, days, months, times of day;
 - every word of the evaluation sets (the unseen-caller set `engines/eval/unseen.jsonl` and the
@@ -44,6 +48,9 @@ today tomorrow yesterday tonight morning afternoon evening night noon midnight h
 am pm clock o'clock early earlier late later soon next last before after until till past
 """.split())
 _DIGITISH = re.compile(r"^(\d+|am|pm)$")
+# intents whose caller words are a social formula ("hi there", "thanks bye"): added words would make them another
+# message, so they get none
+WHOLE_MESSAGE = frozenset({"greeting", "small_talk", "goodbye"})
 
 
 def build_pool(corpus_words: set[str], evaluation_words: set[str]) -> list[str]:
@@ -72,15 +79,21 @@ def read_pool(path: Path = FILE) -> tuple[str, ...]:
 
 
 def insert(text: str, r: random.Random, pool: tuple[str, ...]) -> str:
-    """`text` with one run (sometimes two) of 1-3 pool words at word boundaries, never inside a number or
-    time ("3 30 pm")."""
+    """`text` with one run (sometimes two) of 1-3 pool words at word boundaries (a third of them at the end),
+    never inside a number or time ("3 30 pm")."""
     words = text.split()
     for _ in range(2 if r.random() < 0.3 else 1):
         spots = [i for i in range(len(words) + 1)
                  if not (0 < i < len(words) and _DIGITISH.match(words[i - 1]) and _DIGITISH.match(words[i]))]
-        i = r.choice(spots)
+        # a third of the runs go at the end, where callers add most ("... arrived yet", "... instead")
+        i = len(words) if r.random() < 0.3 else r.choice(spots)
         words[i:i] = [r.choice(pool) for _ in range(r.randint(1, 3))]
     return " ".join(words)
+
+
+def unknown_sentence(r: random.Random, pool: tuple[str, ...]) -> str:
+    """4-9 pool words: a sentence made only of words the corpus never uses (no cue, no slot)."""
+    return " ".join(r.choice(pool) for _ in range(r.randint(4, 9)))
 
 
 def main() -> None:

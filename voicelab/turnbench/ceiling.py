@@ -15,10 +15,13 @@ words and a final contour does better; a rule does better only by hearing that a
 words are (continuation prosody, breath, a held vowel), which espeak-ng's voices do not produce
 (docs/decisions/turn-end-operating-point.md). Pure numpy over the bench's traces (the pause lengths are those
 of the rendered audio, from the clean signal).
+
+    python -m voicelab.turnbench.ceiling    # renders the generated turns (about a minute) and prints the figures
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import numpy as np
@@ -63,3 +66,22 @@ def ceiling_report(traces: Sequence[Trace]) -> dict[str, object] | None:
               for v, r, a in zip(c.values, c.rate, c.p50, strict=True)]
     return {"strategy": "words ceiling", "knob": "wait_ms", "pauses": c.n_pauses, "ends": c.n_ends,
             "complete_prefix_pauses": n_complete, **cv.figures(c), "curve": points}
+
+
+def main() -> None:  # pragma: no cover - a command-line reading of the ceiling without the bench's score cache
+    from voicelab.turnbench.audio import render_turn
+    from voicelab.turnbench.cases import load_corpus
+
+    turns, _ = load_corpus()
+    traces = []
+    for c in turns:
+        a = render_turn(c)
+        traces.append(Trace(c.id, "generated", 0.0, np.zeros(0, bool), list(a.points), [], [], dict(a.meta)))
+    report = ceiling_report(traces)
+    if report is not None:
+        report.pop("curve")
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
