@@ -31,6 +31,11 @@ import random
 import re
 from pathlib import Path
 
+from wordfreq import top_n_list, zipf_frequency
+
+from engines.shop.names import corpus_words
+from engines.shop.ood import ood_prompts
+
 FILE = Path(__file__).with_name("extra_words.txt")
 UNSEEN_FILE = Path(__file__).parents[1] / "eval" / "unseen.jsonl"
 TOP_N = 10_000  # wordfreq's most frequent English words considered
@@ -55,8 +60,6 @@ WHOLE_MESSAGE = frozenset({"greeting", "small_talk", "goodbye"})
 
 def build_pool(corpus_words: set[str], evaluation_words: set[str]) -> list[str]:
     """The pool: wordfreq's top English words, less the corpus's, the evaluation sets' and MEANING."""
-    from wordfreq import top_n_list, zipf_frequency
-
     out = []
     for w in top_n_list("en", TOP_N):
         if (w.isascii() and w.isalpha() and len(w) >= 2 and w not in corpus_words and w not in evaluation_words
@@ -67,8 +70,6 @@ def build_pool(corpus_words: set[str], evaluation_words: set[str]) -> list[str]:
 
 def evaluation_words() -> set[str]:
     """Every word of the unseen-caller set's prompts and of the out-of-domain set."""
-    from engines.shop.ood import ood_prompts
-
     texts = [json.loads(line)["prompt"] for line in UNSEEN_FILE.read_text().splitlines() if line.strip()]
     texts += [p.text for p in ood_prompts()]
     return {w for t in texts for w in re.findall(r"[a-z']+", t.lower())}
@@ -97,8 +98,6 @@ def unknown_sentence(r: random.Random, pool: tuple[str, ...]) -> str:
 
 
 def main() -> None:
-    from engines.shop.names import corpus_words
-
     pool = build_pool(corpus_words(), evaluation_words())
     FILE.write_text("\n".join(pool) + "\n")
     print(f"{FILE}: {len(pool)} words")
