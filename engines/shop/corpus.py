@@ -188,12 +188,15 @@ def address(r: random.Random) -> Example:
 class CorpusRandom(random.Random):
     """The corpus's random stream, carrying the share of callers' names drawn beyond the shop's 40."""
 
-    def __init__(self, seed: int, open_names: float = 0.0, tails: float = 0.0, extra_words: float = 0.0) -> None:
+    def __init__(self, seed: int, open_names: float = 0.0, tails: float = 0.0, extra_words: float = 0.0,
+                 twins: float = 0.0) -> None:
         super().__init__(seed)
         self.open_names = open_names
         self.tails = tails  # share of requests that end with a few words carrying no slot ("... for me please")
         self.extra_words = extra_words  # share of caller turns given words the corpus never uses (extra_words.py)
         self.extra_pool = EW.read_pool() if extra_words else ()
+        # share of answered requests given added words that are followed by their cue-lost twin (`cue_lost_twin`)
+        self.twins = twins
 
 
 def _open_share(r: random.Random) -> float:
@@ -481,6 +484,8 @@ TRAIN_OPEN_NAMES = 0.0
 TRAIN_TAILS = 0.0
 # share of caller turns given common English words the corpus never uses (engines/shop/extra_words.py)
 TRAIN_EXTRA_WORDS = 0.0
+# share of answered requests with added words followed by their cue-lost twin (`cue_lost_twin`)
+TRAIN_TWINS = 0.0
 # share of the destroyed essential words of a clarify request heard as a short function word
 AS_FUNCTION_WORD = 0.3
 # share of in-domain requests given light recogniser noise that keeps slot values and cues
@@ -530,6 +535,11 @@ def _with_history(e: Example, r: random.Random) -> Example:
 
 def draw(intent: str, r: random.Random, noise: bool = True) -> Example:
     """One example of `intent`, with light recogniser noise and earlier turns as a real call has them."""
+    return _draw(intent, r, noise)[0]
+
+
+def _draw(intent: str, r: random.Random, noise: bool = True) -> tuple[Example, bool]:
+    """`draw`'s example, and whether words the corpus never uses were added to its last caller turn."""
     e = GENERATORS[intent](r)
     if intent in _TAIL_INTENTS:
         e.messages[-1] = {"role": "user", "content": _tail(e.messages[-1]["content"], r)}
@@ -545,19 +555,50 @@ def draw(intent: str, r: random.Random, noise: bool = True) -> Example:
         # nothing but unknown words asks nothing of the shop
         text = EW.unknown_sentence(r, pool) if intent == "fallback" and r.random() < 0.5 else EW.insert(last, r, pool)
         e.messages[-1] = {"role": "user", "content": text}
-    return e
+        return e, True
+    return e, False
+
+
+def cue_lost_twin(e: Example, r: random.Random) -> Example | None:
+    """The same call with an essential word of the last request destroyed (its cue word or a slot value), added
+    words and all: a clarifying question. Beside `e`, it makes the lost word the only difference between
+    answering and asking again, so a model that learns to pass over unknown words does not also pass over a
+    missing cue ("i want to my appointment to thursday" is not a reschedule). None when no essential word is
+    in the text."""
+    ess = [w for w in _essential(e) if not (e.intent == "book" and w == e.slots.get("name"))]
+    plain = (e.slots.get("name", ""),) if _open_share(r) else ()
+    said = e.messages[-1]["content"]
+    try:
+        u = damage(said, r, ess, as_function_word=AS_FUNCTION_WORD, plain=plain)
+    except ValueError:
+        return None
+    # a sound-alike can keep the word it replaces ("am" heard as "i am"): then nothing was lost
+    if [w for w in u.split() if w in ess] == [w for w in said.split() if w in ess]:
+        return None
+    return Example("clarify", e.messages[:-1] + [{"role": "user", "content": u}], render("clarify"))
 
 
 def generate(n: int, seed: int, open_names: float = 0.0, tails: float = 0.0,
-             extra_words: float = 0.0) -> list[Example]:
+             extra_words: float = 0.0, twins: float = 0.0) -> list[Example]:
     """n examples, reproducible from the seed; `open_names`: share of callers' names beyond the shop's 40
     (engines/shop/names.py), `tails`: share of requests ending with words that carry no slot (`TAILS`),
     `extra_words`: share of caller turns given common English words the corpus never uses
-    (engines/shop/extra_words.py). The tiny models train with the TRAIN_* shares; the defaults keep the
+    (engines/shop/extra_words.py); `twins`: share of answered requests with added words followed by their
+    cue-lost twin (`cue_lost_twin`). The tiny models train with the TRAIN_* shares; the defaults keep the
     corpus the earlier weights saw."""
-    r = CorpusRandom(seed, open_names, tails, extra_words)
+    r = CorpusRandom(seed, open_names, tails, extra_words, twins)
     names, weights = list(WEIGHTS), [WEIGHTS[k] for k in WEIGHTS]
-    return [draw(r.choices(names, weights)[0], r) for _ in range(n)]
+    out: list[Example] = []
+    while len(out) < n:
+        intent = r.choices(names, weights)[0]
+        e, added = _draw(intent, r)
+        out.append(e)
+        # `twins` draws nothing from the stream when 0, so the corpus without twins is unchanged
+        if added and twins and intent in _CLARIFY_FROM and len(out) < n and r.random() < twins:
+            t = cue_lost_twin(e, r)
+            if t is not None:
+                out.append(t)
+    return out
 
 
 def heldout(n: int, seed: int, train: list[Example]) -> list[Example]:
