@@ -48,7 +48,8 @@ _TEENS = {"ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14,
           "seventeen": 17, "eighteen": 18, "nineteen": 19}
 _TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50}
 _NUMBER_WORDS = _UNITS.keys() | _TEENS.keys() | _TENS.keys()
-_AMPM = re.compile(r"\b([ap])\s?\.?\s?m\b\.?")  # "p.m.", "p. m.", "p m", "pm" (after a number: see below)
+_COLON = "\ue000"  # a clock's colon while the punctuation is dropped (a private-use character: never in a caller's text)
+_AMPM = re.compile(r"\b([ap])[\s.:]*m\b\.?")  # "p.m.", "p. m.", "p m", "pm", "p:m" (after a number: see below)
 _CLOCK_WORD = "oclock"  # "o'clock", "o clock", "oclock" are rewritten to this first
 _TIME_PREPOSITIONS = frozenset({"at", "around", "about", "by", "until", "till", "from", "to", "for"})
 
@@ -128,7 +129,8 @@ def _times(words: list[str]) -> list[str]:
     while i < n:
         if words[i] == "half" and i + 2 < n and words[i + 1] == "past" and (h := _hour(words, i + 2)) is not None:
             i, h, m, clock = i + 3, h, 30, True  # "half past two" (a clock form)
-        elif (h := _hour(words, i)) is not None and not (out and out[-1].isdigit()):
+        # a time never starts inside a number: after a digit word, colons between them or not ("0:0:01")
+        elif (h := _hour(words, i)) is not None and not _after_digit(out):
             j, m, clock = i + 1, 0, False
             if j < n and words[j] == ":" and (mm := _minutes(words, j + 1)) is not None:
                 j, m, clock = j + 2, mm, True  # "2:30", "14:00"
@@ -155,6 +157,12 @@ def _times(words: list[str]) -> list[str]:
             ampm, i = words[i], i + 1
         out.append(_clock(h, m, ampm))
     return out
+
+
+def _after_digit(out: list[str]) -> bool:
+    """The last word written, colons skipped, is a digit word."""
+    last = next((w for w in reversed(out) if w != ":"), "")
+    return last.isdigit()
 
 
 def _digit(words: list[str], k: int) -> bool:
@@ -194,12 +202,17 @@ def engine_text(text: str) -> str:
     t = "".join(c for c in t if not unicodedata.combining(c)).lower()
     t = re.sub(r"\bo\s?'?\s?clock\b", f" {_CLOCK_WORD} ", t)
     t = re.sub(r"(?<=\d),(?=\d{3}\b)|(?<=\d)-(?=\d)", "", t)  # "51,208", "555-1234": one number
-    t = re.sub(r"(?<=\d)[.:](?=\d{2}\b)", " : ", t)  # "2:30", "2.30" -> a clock's colon
+    # "2:30", "2.30" -> a clock's colon (a mark of its own until the words are split: any other colon is dropped
+    # with the punctuation, so "00:am" reads as "00 am" now and not only on a second pass)
+    t = re.sub(r"(?<=\d)[.:](?=\d{2}\b)", f" {_COLON} ", t)
     t = re.sub(r"(?<=\d)(?=[a-z])|(?<=[a-z])(?=\d)", " ", t)  # "10am", "a1"
     t = _AMPM.sub(lambda m: f" {m.group(1)}m ", t)
     for short, full in _CONTRACTIONS:
         t = t.replace(short, full)
-    t = re.sub(r"[^a-z0-9: ]+", " ", t)
-    words = _times(_spoken_numbers(t.replace(":", " : ").split()))
+    t = re.sub(f"[^a-z0-9{_COLON} ]+", " ", t)
+    # again, on the words alone: punctuation between the letters ("a'm") would otherwise leave "a m", which a
+    # second pass reads as "am" (the normaliser must be idempotent: its output is a caller turn too)
+    t = _AMPM.sub(lambda m: f" {m.group(1)}m ", t)
+    words = _times(_spoken_numbers([":" if w == _COLON else w for w in t.split()]))
     words = _space_numbers([w for w in words if w not in (":", _CLOCK_WORD)])
     return " ".join(p for w in words for p in w.split("|"))
