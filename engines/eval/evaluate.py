@@ -193,9 +193,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--ood-garbled", type=int, default=120, help="garbled requests in the out-of-domain set")
     ap.add_argument("--prompts", type=Path, default=None, help="JSON-lines prompt file (instead of the sets)")
     ap.add_argument("--out", default=None, help="write the result as JSON here")
+    ap.add_argument("--keep-failures", type=int, default=20,
+                    help="failures listed per set in --out's file (the figures count them all)")
     ap.add_argument("--no-stand-ins", action="store_true",
                     help="read callers' own names as they are (engines/local/open_values.py off)")
     a = ap.parse_args(argv)
+    if a.keep_failures < 0:
+        raise SystemExit(f"error: --keep-failures must be >= 0, got {a.keep_failures}")
     if a.prompts is not None:
         try:
             sets = {"file": load_prompts(a.prompts)}
@@ -212,7 +216,7 @@ def main(argv: list[str] | None = None) -> None:
     eng = open_engine(a.model, a.sampler)
     if a.no_stand_ins:
         eng.vocabulary = None
-    res = {k: asdict(evaluate(eng, v)) for k, v in sets.items()}
+    res = {k: asdict(evaluate(eng, v, a.keep_failures)) for k, v in sets.items()}
     if a.out:
         with open(a.out, "w") as f:
             f.write(json.dumps(res, indent=1) + "\n")
