@@ -24,8 +24,13 @@ def test_right_reply_is_correct_and_coherent() -> None:
 def test_wrong_slot_is_coherent_but_not_correct() -> None:
     s = score_reply(CANCEL, {"intent": "cancel", "slots": {"name": "anna", "day": "monday"}})
     assert s.coherent and not s.correct and "name" in s.reason
+    # the expected tool with a value the caller did not say: a wrong value, not a wrong tool
+    assert s.wrong_value and not s.wrong_tool_call
     s = score_reply("on monday we are open from 9 am to 6 pm.", {"intent": "hours", "slots": {"day": "friday"}})
     assert s.coherent and not s.correct and "day" in s.reason
+    assert not s.wrong_value and not s.wrong_tool_call  # no tool called
+    s = score_reply(CANCEL, {"intent": "cancel", "slots": {"name": "ben", "day": "monday"}})
+    assert s.correct and not s.wrong_value
 
 
 @pytest.mark.parametrize("reply", [

@@ -13,6 +13,7 @@ Figures per engine/sampler:
   expected intent (`by_intent`) and the failures;
 - unseen_correct / unseen_wrong_tool_calls: on the unseen-caller set (engines/eval/unseen.py: names,
   phrasings, number and time forms the corpus does not use), beside the held-out figure so the gap shows;
+  unseen_wrong_values: there, the expected tool called with a value the caller did not say (a wrong digit);
 - ood_coherent / ood_correct: on the out-of-domain set (engines/shop/ood.py), the share of replies that
   are well-formed replies of the shop's grammar / that are the fallback or a clarifying question;
 - wrong_tool_calls: tool calls on the out-of-domain set, where none is ever expected;
@@ -95,6 +96,7 @@ class BenchRow:
     unseen_prompts: int = 0
     unseen_correct: float = float("nan")
     unseen_wrong_tool_calls: int = 0
+    unseen_wrong_values: int = 0  # the expected tool called with a value the caller did not say
     unseen_by_tag: dict[str, dict[str, Any]] = field(default_factory=dict)  # name source, number and time form
 
 
@@ -155,6 +157,7 @@ def _row(eng: Engine, examples: list, passes: list[_Pass], ood: list[Prompt] | N
     if unseen:
         u = evaluate(eng, unseen, keep_failures=0)
         row.unseen_prompts, row.unseen_correct, row.unseen_wrong_tool_calls = u.n, u.correct, u.wrong_tool_calls
+        row.unseen_wrong_values = u.wrong_values
         row.unseen_by_tag = u.by_tag
     if ood:
         o = evaluate(eng, ood, keep_failures=0)
@@ -227,7 +230,8 @@ def format_rows(rows: list[BenchRow]) -> list[str]:
     out = []
     for r in rows:
         ratio = "" if math.isnan(r.x_ar) else f"{r.x_ar:.2f}x AR"  # NaN: no AR engine in the run
-        unseen = f"unseen {r.unseen_correct:.1%} (wrong tool calls {r.unseen_wrong_tool_calls})  " \
+        unseen = f"unseen {r.unseen_correct:.1%} (wrong tool calls {r.unseen_wrong_tool_calls}, wrong values " \
+            f"{r.unseen_wrong_values})  " \
             if r.unseen_prompts else ""
         out.append(f"{r.engine:10s} {r.sampler:15s} {json.dumps(r.options):18s} {r.tokens_per_s:8.1f} tok/s "
                    f"{ratio:9s} first commit {r.first_commit_ms:6.1f} ms  {r.forwards_per_token:.2f} fwd/tok  "

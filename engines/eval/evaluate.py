@@ -70,6 +70,9 @@ class EvalResult:
     failures: list[dict[str, Any]] = field(default_factory=list)
     by_intent: dict[str, dict[str, Any]] = field(default_factory=dict)  # expected intent -> n, correct, ...
     by_tag: dict[str, dict[str, Any]] = field(default_factory=dict)  # prompt tag -> n, correct, ...
+    # the expected tool called with a value the caller did not say ("check order 29128" for 2 9 1 8 2): not
+    # counted in wrong_tool_calls, but the caller gets the wrong order, booking or name all the same
+    wrong_values: int = 0
 
 
 def heldout_prompts(examples: Sequence[corpus.Example]) -> list[Prompt]:
@@ -147,7 +150,7 @@ def _shares(rows: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 def evaluate(engine: Any, prompts: Sequence[Prompt | corpus.Example], keep_failures: int = 20) -> EvalResult:
     items = [p if isinstance(p, Prompt) else heldout_prompts([p])[0] for p in prompts]
-    ok = coh = ex = n_ref = it = wrong = 0
+    ok = coh = ex = n_ref = it = wrong = wrong_values = 0
     fails: list[dict[str, Any]] = []
     by_intent: dict[str, dict[str, Any]] = {}
     by_tag: dict[str, dict[str, Any]] = {}
@@ -158,6 +161,7 @@ def evaluate(engine: Any, prompts: Sequence[Prompt | corpus.Example], keep_failu
         ok += s.correct
         coh += s.coherent
         wrong += s.wrong_tool_call
+        wrong_values += s.wrong_value
         it += s.intent == p.expect.intent or (p.expect.intent == "fallback" and s.correct)
         _tally(by_intent, p.expect.intent, s.correct, s.coherent, s.wrong_tool_call)
         for tag in p.tags:
@@ -171,7 +175,7 @@ def evaluate(engine: Any, prompts: Sequence[Prompt | corpus.Example], keep_failu
     n = max(1, len(items))
     return EvalResult(engine.name, engine.sampler, len(items), round(ok / n, 4), round(coh / n, 4),
                       round(ex / n_ref, 4) if n_ref else None, round(it / n, 4), wrong,
-                      round(time.monotonic() - t0, 1), fails, _shares(by_intent), _shares(by_tag))
+                      round(time.monotonic() - t0, 1), fails, _shares(by_intent), _shares(by_tag), wrong_values)
 
 
 def heldout_examples(n: int, train_n: int = corpus.TRAIN_N, corpus_seed: int = corpus.TRAIN_SEED,

@@ -48,6 +48,7 @@ class AnswerScore:
     reason: str  # "ok" or what is wrong, in a few words
     tool: str | None = None  # tool the reply calls (also for a malformed tool span)
     wrong_tool_call: bool = False  # a tool call where none (or another one) was expected
+    wrong_value: bool = False  # the expected tool called with a value the caller did not say (a wrong digit, name)
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,7 @@ def score_reply(reply_text: str, expect: str | Mapping[str, Any] | Expect) -> An
     for k, v in want.slots.items():
         if slots.get(k) != v:
             return AnswerScore(False, True, p.intent, slots, f"wrong {k}: {slots.get(k)!r}, expected {v!r}", tool,
-                               wrong_tool)
+                               wrong_tool, wrong_value=tool is not None and not wrong_tool)
     return AnswerScore(True, True, p.intent, slots, "ok", tool, wrong_tool)
 
 
