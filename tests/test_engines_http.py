@@ -19,6 +19,7 @@ from engines.hosted.chat_stream import ChunkAssembler, parse_sse_line, render_to
 from engines.hosted.mercury import MercuryEngine, looks_like_replacement
 from engines.hosted.openai_stream import OpenAIStreamEngine
 from engines.protocol import EngineLike, GenerationLike
+from engines.simulated.mock_server import _ToolSplitter
 
 BOOK = [{"role": "user", "content": "can i book a tune up on friday at 10 am my name is anna"}]
 HOURS = [{"role": "user", "content": "what time do you open on monday"}]
@@ -195,3 +196,14 @@ def test_gate_withholds_diffusing_revisions_under_final(mock) -> None:
         prefix.feed(s, s.t_ns)
     assert not final.damaged_chunks() and final.released_text == snaps[-1].text()
     assert prefix.damaged_chunks()  # the prefix policy spoke drafts that were later revised
+
+
+def test_the_mock_streams_a_span_before_the_words_that_came_with_it() -> None:
+    # a profile's clock can send a span's end and the next words in one piece (a loaded machine catches up):
+    # the tool call's fragments must still come first, as they do in the answer
+    sp = _ToolSplitter()
+    assert sp.feed("[book(day=fri") == []
+    deltas = sp.feed("day, name=anna)] great anna, a")
+    assert [next(iter(d)) for d in deltas] == ["tool_calls"] * (len(deltas) - 1) + ["content"]
+    assert deltas[-1] == {"content": "great anna, a"} and sp.calls == 1
+    assert sp.feed("sure [x") == [{"content": "sure "}]  # an open span waits for its end

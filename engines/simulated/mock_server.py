@@ -108,22 +108,27 @@ class _ToolSplitter:
         self.buf = ""
         self.calls = 0
 
-    def feed(self, text: str) -> tuple[str, list[dict[str, Any]]]:
+    def feed(self, text: str) -> list[dict[str, Any]]:
+        """The deltas `text` completes, in answer order: {"content": ...} and {"tool_calls": [fragment]}. One
+        text may hold a span and the words after it (a profile's clock sends what fell due together): the span's
+        fragments go before those words, as a real server streams them."""
         self.buf += text
-        content, frags = "", []
+        out: list[dict[str, Any]] = []
         while self.buf:
             at = self.buf.find("[")
             if at < 0:
-                content, self.buf = content + self.buf, ""
+                out.append({"content": self.buf})
+                self.buf = ""
                 break
-            content += self.buf[:at]
+            if at:
+                out.append({"content": self.buf[:at]})
             self.buf = self.buf[at:]
             m = _SPAN.match(self.buf)
             if m is None:
                 break  # an open span: wait for its end
-            frags += self._fragments(m.group(1), m.group(2))
+            out += [{"tool_calls": [f]} for f in self._fragments(m.group(1), m.group(2))]
             self.buf = self.buf[m.end():].lstrip(" ")
-        return content, frags
+        return out
 
     def _fragments(self, name: str, body: str) -> list[dict[str, Any]]:
         args = {}
@@ -239,14 +244,10 @@ def create_app(options: MockOptions | None = None) -> FastAPI:
             yield _chunk(cid, model_field, {"role": "assistant", "content": ""})
             n_content = 0
             async for text, _whole in texts:
-                frags: list[dict[str, Any]] = []
-                if splitter is not None:
-                    text, frags = splitter.feed(text)
-                if text:
-                    yield _chunk(cid, model_field, {"content": text})
-                    n_content += 1
-                for f in frags:
-                    yield _chunk(cid, model_field, {"tool_calls": [f]})
+                deltas = splitter.feed(text) if splitter is not None else [{"content": text}] if text else []
+                for delta in deltas:
+                    yield _chunk(cid, model_field, delta)
+                n_content += any("content" in d for d in deltas)
                 if n_content == _FAULT_AFTER:
                     if fault == "stall":
                         await asyncio.sleep(3600)
