@@ -49,7 +49,7 @@ _TEENS = {"ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14,
 _TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50}
 _NUMBER_WORDS = _UNITS.keys() | _TEENS.keys() | _TENS.keys()
 _COLON = "\ue000"  # a clock's colon while the punctuation is dropped (a private-use character: never in a caller's text)
-_AMPM = re.compile(r"\b([ap])[\s.:]*m\b\.?")  # "p.m.", "p. m.", "p m", "pm", "p:m" (after a number: see below)
+_AMPM = re.compile(r"\b([ap])\s*m\b")  # "p m", "pm": "p.m.", "p. m.", "p:m" once the punctuation is gone
 _CLOCK_WORD = "oclock"  # "o'clock", "o clock", "oclock" are rewritten to this first
 _TIME_PREPOSITIONS = frozenset({"at", "around", "about", "by", "until", "till", "from", "to", "for"})
 
@@ -206,12 +206,11 @@ def engine_text(text: str) -> str:
     # with the punctuation, so "00:am" reads as "00 am" now and not only on a second pass)
     t = re.sub(r"(?<=\d)[.:](?=\d{2}\b)", f" {_COLON} ", t)
     t = re.sub(r"(?<=\d)(?=[a-z])|(?<=[a-z])(?=\d)", " ", t)  # "10am", "a1"
-    t = _AMPM.sub(lambda m: f" {m.group(1)}m ", t)
     for short, full in _CONTRACTIONS:
         t = t.replace(short, full)
     t = re.sub(f"[^a-z0-9{_COLON} ]+", " ", t)
-    # again, on the words alone: punctuation between the letters ("a'm") would otherwise leave "a m", which a
-    # second pass reads as "am" (the normaliser must be idempotent: its output is a caller turn too)
+    # on the words alone, after the punctuation is gone: "p.m.", "a'm" and "a m" all read "am" in one pass (the
+    # normaliser must be idempotent: its output is a caller turn too)
     t = _AMPM.sub(lambda m: f" {m.group(1)}m ", t)
     words = _times(_spoken_numbers([":" if w == _COLON else w for w in t.split()]))
     words = _space_numbers([w for w in words if w not in (":", _CLOCK_WORD)])

@@ -188,15 +188,12 @@ def address(r: random.Random) -> Example:
 class CorpusRandom(random.Random):
     """The corpus's random stream, carrying the share of callers' names drawn beyond the shop's 40."""
 
-    def __init__(self, seed: int, open_names: float = 0.0, tails: float = 0.0, extra_words: float = 0.0,
-                 twins: float = 0.0) -> None:
+    def __init__(self, seed: int, open_names: float = 0.0, tails: float = 0.0, extra_words: float = 0.0) -> None:
         super().__init__(seed)
         self.open_names = open_names
         self.tails = tails  # share of requests that end with a few words carrying no slot ("... for me please")
         self.extra_words = extra_words  # share of caller turns given words the corpus never uses (extra_words.py)
         self.extra_pool = EW.read_pool() if extra_words else ()
-        # share of answered requests given added words that are followed by their cue-lost twin (`cue_lost_twin`)
-        self.twins = twins
 
 
 def _open_share(r: random.Random) -> float:
@@ -409,6 +406,21 @@ def _essential(e: Example) -> list[str]:
     return [w for w in words if w != "30"] + list(_CUES.get(e.intent, ()))
 
 
+def damageable(e: Example) -> list[str]:
+    """The essential words of `e`'s request whose loss makes it half understood: a booking without its name is
+    still a request (the shop asks for the name)."""
+    return [w for w in _essential(e) if not (e.intent == "book" and w == e.slots.get("name"))]
+
+
+def _lose_essential(e: Example, text: str, r: random.Random) -> str:
+    """`text` (`e`'s request) with one of its essential words destroyed (`asr_noise.damage`; ValueError when none
+    is in it)."""
+    # with open names any word may be a name: a misheard name is dropped or a function word, never a
+    # sound-alike, else "die anna" would teach the model to doubt names it should copy
+    plain = (e.slots.get("name", ""),) if _open_share(r) else ()
+    return damage(text, r, damageable(e), as_function_word=AS_FUNCTION_WORD, plain=plain)
+
+
 def _missing_slot(r: random.Random) -> Example:
     """A clear request with a required slot the caller never said: ask, never guess it."""
     day, time, name, service = _booking_slots(r)
@@ -438,12 +450,7 @@ def clarify(r: random.Random) -> Example:
     x = r.random()
     if x < 0.6:  # an in-domain request with an essential word destroyed by the recogniser
         src = GENERATORS[r.choice(_CLARIFY_FROM)](r)
-        # a booking without its name is a request the shop answers by asking for the name
-        ess = [w for w in _essential(src) if not (src.intent == "book" and w == src.slots.get("name"))]
-        # with open names any word may be a name: a misheard name is dropped or a function word, never a
-        # sound-alike, else "die anna" would teach the model to doubt names it should copy
-        plain = (src.slots.get("name", ""),) if _open_share(r) else ()
-        u = damage(_tail(src.messages[-1]["content"], r), r, ess, as_function_word=AS_FUNCTION_WORD, plain=plain)
+        u = _lose_essential(src, _tail(src.messages[-1]["content"], r), r)
         return Example("clarify", src.messages[:-1] + [{"role": "user", "content": u}], render("clarify"))
     if x < 0.8:  # a day the shop cannot resolve
         vague = r.choice(_VAGUE_DAYS)
@@ -565,14 +572,13 @@ def cue_lost_twin(e: Example, r: random.Random) -> Example | None:
     answering and asking again, so a model that learns to pass over unknown words does not also pass over a
     missing cue ("i want to my appointment to thursday" is not a reschedule). None when no essential word is
     in the text."""
-    ess = [w for w in _essential(e) if not (e.intent == "book" and w == e.slots.get("name"))]
-    plain = (e.slots.get("name", ""),) if _open_share(r) else ()
     said = e.messages[-1]["content"]
     try:
-        u = damage(said, r, ess, as_function_word=AS_FUNCTION_WORD, plain=plain)
+        u = _lose_essential(e, said, r)
     except ValueError:
         return None
     # a sound-alike can keep the word it replaces ("am" heard as "i am"): then nothing was lost
+    ess = damageable(e)
     if [w for w in u.split() if w in ess] == [w for w in said.split() if w in ess]:
         return None
     return Example("clarify", e.messages[:-1] + [{"role": "user", "content": u}], render("clarify"))
@@ -586,7 +592,7 @@ def generate(n: int, seed: int, open_names: float = 0.0, tails: float = 0.0,
     (engines/shop/extra_words.py); `twins`: share of answered requests with added words followed by their
     cue-lost twin (`cue_lost_twin`). The tiny models train with the TRAIN_* shares; the defaults keep the
     corpus the earlier weights saw."""
-    r = CorpusRandom(seed, open_names, tails, extra_words, twins)
+    r = CorpusRandom(seed, open_names, tails, extra_words)
     names, weights = list(WEIGHTS), [WEIGHTS[k] for k in WEIGHTS]
     out: list[Example] = []
     while len(out) < n:
