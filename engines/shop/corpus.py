@@ -490,9 +490,9 @@ TRAIN_SEED = 0
 TRAIN_OPEN_NAMES = 0.0
 TRAIN_TAILS = 0.0
 # share of caller turns given common English words the corpus never uses (engines/shop/extra_words.py)
-TRAIN_EXTRA_WORDS = 0.0
+TRAIN_EXTRA_WORDS = 0.35
 # share of answered requests with added words followed by their cue-lost twin (`cue_lost_twin`)
-TRAIN_TWINS = 0.0
+TRAIN_TWINS = 0.5
 # share of the destroyed essential words of a clarify request heard as a short function word
 AS_FUNCTION_WORD = 0.3
 # share of in-domain requests given light recogniser noise that keeps slot values and cues
