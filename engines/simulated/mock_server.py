@@ -244,7 +244,10 @@ def create_app(options: MockOptions | None = None) -> FastAPI:
             yield _chunk(cid, model_field, {"role": "assistant", "content": ""})
             n_content = 0
             async for text, _whole in texts:
-                deltas = splitter.feed(text) if splitter is not None else [{"content": text}] if text else []
+                if splitter is not None:
+                    deltas = splitter.feed(text)
+                else:
+                    deltas = [{"content": text}] if text else []
                 for delta in deltas:
                     yield _chunk(cid, model_field, delta)
                 n_content += any("content" in d for d in deltas)
