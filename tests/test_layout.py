@@ -231,9 +231,9 @@ def test_cli_copies_of_constants_match_their_homes() -> None:
     from voicelab.cli import compare, report, stt_bench
     from voicelab.measure.intervals import RESAMPLES
     from voicelab.runs.sweep import RUNNERS
-    from voicelab.speech.bench import SYSTEMS
+    from voicelab.speech.bench import GROUPS, SYSTEMS
 
     assert compare.RESAMPLES == RESAMPLES
-    assert stt_bench.SYSTEMS == SYSTEMS
+    assert stt_bench.SYSTEMS == SYSTEMS and stt_bench.GROUPS == GROUPS
     assert set(report.RUNNERS) == set(RUNNERS)
     assert set(SAMPLER_NAMES) == set(SAMPLERS)

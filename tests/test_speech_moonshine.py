@@ -45,7 +45,7 @@ def test_a_bad_vocabulary_or_folder_is_named(tmp_path: Path) -> None:
         read_vocabulary(tmp_path / "tokenizer.bin")
     with pytest.raises(RecognizerError, match="encoder_model.ort is missing"):
         MoonshineRecognizer(tmp_path)
-    with pytest.raises(RecognizerError, match="not whisper or moonshine"):
+    with pytest.raises(RecognizerError, match="is not one of whisper, whisper-base, moonshine"):
         make_recognizer("vosk")
 
 

@@ -156,7 +156,7 @@ def test_options_list_the_choices_the_offer_accepts(server: ServerThread) -> Non
     assert data["defaults"] == {"engine": "diffusion", "sampler": "default", "policy": "pinned", "vad": "silero",
                                 "stt": "whisper"}
     assert "stable:2" in data["choices"]["policy"] and "autoregressive" in data["choices"]["sampler"]
-    assert data["choices"]["stt"] == ["whisper", "moonshine", "pocketsphinx"]
+    assert data["choices"]["stt"] == ["whisper", "whisper-base", "moonshine", "pocketsphinx"]
 
 
 def test_serve_options_are_checked() -> None:

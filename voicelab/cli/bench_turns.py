@@ -22,14 +22,17 @@ def bench_turns(
     out: Annotated[Path | None, typer.Option(
         "--out", help="output folder: turn_bench.json (every figure, curve and case), turn_bench.png")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print one JSON object per strategy")] = False,
+    group: Annotated[str | None, typer.Option(
+        "--group", help="bench one group only and print its rows: generated, human, human-read, bundled, real")] = None,
     limit: Annotated[int | None, typer.Option(help="only the first N generated cases (a quick look)")] = None,
     resamples: Annotated[int, typer.Option(help="bootstrap resamples for the intervals (0: none)")] = 1000,
     cache: Annotated[Path | None, typer.Option(help="score cache folder (default .cache/turnbench)")] = None,
     threads: Annotated[int, typer.Option(help="CPU threads for Whisper while filling the cache")] = 2,
 ) -> None:
     """Dead air after the true end of speech against false cut-offs (mid-turn pauses declared an end), each
-    strategy swept over its knob on the same labelled points: the generated pause corpus, the bundled fixtures
-    and the real recordings; plus false barge-ins and stop latency on sounds over the bot."""
+    strategy swept over its knob on the same labelled points: the generated pause corpus, real human speech
+    (meeting turns, read utterances), the bundled fixtures and the real recordings; plus false barge-ins and
+    stop latency on sounds over the bot."""
     from rich.console import Console
 
     from voicelab.fixtures.format import FixtureError
@@ -42,13 +45,15 @@ def bench_turns(
         fail("--limit must be at least 1")
     if resamples < 0:
         fail("--resamples must be >= 0")
+    if group is not None and fixtures:
+        fail("--group and --fixtures exclude each other (your fixtures are group user)")
     t_start = time.monotonic()
     try:
         strategies = bench.all_strategies(strategy or ())
         if fixtures:
             refs = bench.fixture_refs(fixtures, {}, "user")
         else:
-            refs = bench.bundled_refs() + bench.generated_refs(limit)
+            refs = bench.refs_for(group, limit)
         docs = bench.load_scores(refs, cache or CACHE_ROOT, threads,
                                  progress=lambda s: console.print(f"[dim]{s}[/dim]"))
         t_bench = time.monotonic()
@@ -74,7 +79,7 @@ def bench_turns(
 
 
 def _print_tables(result: dict[str, Any]) -> None:
-    """The main group's figures (pass times removed, then added), the fixtures at the shipped settings, the
+    """Each main group's figures (pass times removed, then added), the fixtures at the shipped settings, the
     barge-in cases."""
     from rich.console import Console
     from rich.table import Table
@@ -83,33 +88,12 @@ def _print_tables(result: dict[str, Any]) -> None:
 
     console = Console(stderr=True)
     f = bench.fmt_ms
-    for passes in ("passes_removed", "passes_added"):
-        g = bench.main_group(result)
-        if g is None:
-            break
-        grp = result["groups"][g]
-        table = Table(title=f"{g}: {grp['pauses']} mid-turn pauses, {grp['ends']} true ends; "
-                            f"model pass times {passes.split('_')[1]}; dead air median / p95 (ms)")
-        for col in ("strategy", "at 1 %", "at 2 %", "at 5 %", "at 10 %", "cut-offs at 300 / 500 / 800 ms",
-                    "shipped setting: cut-offs, dead air"):
-            table.add_column(col, justify="left" if col == "strategy" else "right")
-        for e in result["strategies"]:
-            r = e["groups"][g][passes]
-            at = [f"{f(r['dead_air_p50_ms_at'][k])} / {f(r['dead_air_p95_ms_at'][k])}" for k in ("1%", "2%", "5%", "10%")]
-            cut = " / ".join("-" if v is None else f"{v:.1%}" for v in r["false_cutoffs_at"].values())
-            d = r["at_default"]
-            rate = "-" if d["false_cutoff_rate"] is None else f"{d['false_cutoff_rate']:.1%}"
-            table.add_row(f"{e['strategy']} ({e['knob']})", *at, cut,
-                          f"{e['knob']}={d['value']}: {rate}, {f(d['dead_air_p50_ms'])} / {f(d['dead_air_p95_ms'])}")
-        ceiling = result.get("words_ceiling")
-        if ceiling is not None and g == "generated" and passes == "passes_removed":
-            at = [f"{f(ceiling['dead_air_p50_ms_at'][k])}" for k in ("1%", "2%", "5%", "10%")]
-            cut = " / ".join("-" if v is None else f"{v:.1%}" for v in ceiling["false_cutoffs_at"].values())
-            table.add_row("[dim]words ceiling (reference: perfect words, no hesitation cue)[/dim]", *at, cut, "")
-        Console().print(table)
+    for g in bench.summary_groups(result):
+        for passes in ("passes_removed", "passes_added"):
+            _curve_table(result, g, passes)
     other = Table(title="shipped settings on the fixtures (pass times removed): false cut-offs, dead air p50 / p95")
     other.add_column("strategy")
-    groups = [g for g in result["groups"] if g != bench.main_group(result)]
+    groups = [g for g in result["groups"] if g not in bench.summary_groups(result)]
     for g in groups:
         other.add_column(f"{g} ({result['groups'][g]['pauses']} pauses, {result['groups'][g]['ends']} ends)",
                          justify="right")
@@ -121,6 +105,8 @@ def _print_tables(result: dict[str, Any]) -> None:
         other.add_row(e["strategy"], *cells)
     if groups:
         Console().print(other)
+    if not result["barge_in"]:
+        return
     bi = Table(title="barge-in (pause, decide, resume; pass times added)")
     for col in ("cases", "backchannels / noises", "false barge-ins", "interruptions", "missed", "stop latency p50 / p95"):
         bi.add_column(col, justify="left" if col == "cases" else "right")
@@ -131,3 +117,33 @@ def _print_tables(result: dict[str, Any]) -> None:
     Console().print(bi)
     console.print(f"[dim]scores {result['timing_s']['scores']} s (cached after the first run), "
                   f"bench {result['timing_s']['bench']} s[/dim]")
+
+
+def _curve_table(result: dict[str, Any], g: str, passes: str) -> None:
+    """One group's figures read off its curves (dead air at 1-10 % false cut-offs, cut-offs at 300-800 ms)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from voicelab.turnbench import bench
+
+    f = bench.fmt_ms
+    grp = result["groups"][g]
+    table = Table(title=f"{g}: {grp['pauses']} mid-turn pauses, {grp['ends']} true ends; "
+                        f"model pass times {passes.split('_')[1]}; dead air median / p95 (ms)")
+    for col in ("strategy", "at 1 %", "at 2 %", "at 5 %", "at 10 %", "cut-offs at 300 / 500 / 800 ms",
+                "shipped setting: cut-offs, dead air"):
+        table.add_column(col, justify="left" if col == "strategy" else "right")
+    for e in result["strategies"]:
+        r = e["groups"][g][passes]
+        at = [f"{f(r['dead_air_p50_ms_at'][k])} / {f(r['dead_air_p95_ms_at'][k])}" for k in ("1%", "2%", "5%", "10%")]
+        cut = " / ".join("-" if v is None else f"{v:.1%}" for v in r["false_cutoffs_at"].values())
+        d = r["at_default"]
+        rate = "-" if d["false_cutoff_rate"] is None else f"{d['false_cutoff_rate']:.1%}"
+        table.add_row(f"{e['strategy']} ({e['knob']})", *at, cut,
+                      f"{e['knob']}={d['value']}: {rate}, {f(d['dead_air_p50_ms'])} / {f(d['dead_air_p95_ms'])}")
+    ceiling = result.get("words_ceiling")
+    if ceiling is not None and g == "generated" and passes == "passes_removed":
+        at = [f"{f(ceiling['dead_air_p50_ms_at'][k])}" for k in ("1%", "2%", "5%", "10%")]
+        cut = " / ".join("-" if v is None else f"{v:.1%}" for v in ceiling["false_cutoffs_at"].values())
+        table.add_row("[dim]words ceiling (reference: perfect words, no hesitation cue)[/dim]", *at, cut, "")
+    Console().print(table)

@@ -18,7 +18,6 @@ from engines.simulated.profiles import PROFILES
 from voicelab.gate import ShaperParams
 from voicelab.pipeline.config import BARGE_IN_HELP, DEFAULT_GREETING, STT_HELP, TURN_HELP, PipelineConfig
 from voicelab.rules.tool_reason import TOOL_REASON_HELP
-from voicelab.speech.caller_lm import DEFAULT_LM_WEIGHT
 
 ENGINE, GATE, SPEECH, BARGE, SCALE, OUTPUT = ("engine", "gate", "speech and turns", "barge-in", "scale and faults",
                                               "output")
@@ -105,8 +104,8 @@ BargeIn = Annotated[str, typer.Option(help=BARGE_IN_HELP, rich_help_panel=BARGE)
 RUN_DEFAULTS: dict[str, Any] = {
     "engine": "diffusion", "base_url": None, "api_key_env": None, "sampler": None, "step_ms": None,
     "policy": "pinned", "first_chunk_words": 2, "min_words": 4, "max_words": 14, "max_hold_ms": 250.0,
-    "speculative_tts": None, "tool_reason": "words", "stt": "whisper", "stt_early_final": False, "stt_beam": 1,
-    "stt_lm": DEFAULT_LM_WEIGHT, "vad": "silero", "vad_stop_ms": 200.0, "vad_start_ms": 200.0, "turn": "decide",
+    "speculative_tts": None, "tool_reason": "words", "stt": PipelineConfig.stt, "stt_early_final": False,
+    "stt_beam": 1, "stt_lm": PipelineConfig.stt_lm, "vad": "silero", "vad_stop_ms": 200.0, "vad_start_ms": 200.0, "turn": "decide",
     "preemptive": False, "greeting": DEFAULT_GREETING, "keep_leading_ms": 20.0, "barge_in": "pause",
 }
 

@@ -57,8 +57,8 @@ def serve(
     max_hold_ms: o.MaxHoldMs = D["max_hold_ms"],
     speculative_tts: o.SpeculativeTts = D["speculative_tts"],
     tool_reason: o.ToolReason = D["tool_reason"],
-    stt: Annotated[str, typer.Option(help="whisper, moonshine or pocketsphinx (a live call has no fixture "
-                                          "transcript)", rich_help_panel=o.SPEECH)] = D["stt"],
+    stt: Annotated[str, typer.Option(help="whisper, whisper-base, moonshine or pocketsphinx (a live call has "
+                                          "no fixture transcript)", rich_help_panel=o.SPEECH)] = D["stt"],
     stt_early_final: o.SttEarlyFinal = D["stt_early_final"],
     stt_beam: o.SttBeam = D["stt_beam"],
     stt_lm: o.SttLm = D["stt_lm"],

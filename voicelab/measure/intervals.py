@@ -8,6 +8,7 @@ under `voicelab.measure` beside `metrics`, which calls it for every percentile o
   None when n < 2 (one turn says nothing about the spread).
 - `mean_stats(values)`, `proportion_stats(successes, n)`: a mean with its bootstrap interval; a proportion
   with its Wilson interval (a bootstrap of all-zero or all-one outcomes collapses to a point).
+- `ratio_interval(num, den)`: sum over sum (a corpus word error rate), the pairs resampled together.
 - `diff_interval(a, b, stat)`: the statistic of b minus that of a with its interval; `paired=True` resamples
   the pairs (a[i], b[i]) together (the same fixture turn in both runs), which removes the spread between
   turns from the difference.
@@ -79,6 +80,26 @@ def interval(values: Sequence[float | None], stat: Statistic, *, seed: int = SEE
         v = float(stat(x))
         return v, v
     return _bootstrap((x,), stat, False, seed, n_resamples, confidence, method)
+
+
+def ratio_interval(numerators: Sequence[float], denominators: Sequence[float], *, seed: int = SEED,
+                   n_resamples: int = RESAMPLES, confidence: float = CONFIDENCE,
+                   method: str = "BCa") -> tuple[float, float] | None:
+    """The bootstrap interval of sum(numerators) / sum(denominators), the pairs resampled together (a corpus word
+    error rate: each utterance's errors over its reference words); None for fewer than two pairs."""
+    if len(numerators) != len(denominators):
+        raise ValueError(f"ratio: {len(numerators)} numerators, {len(denominators)} denominators")
+    num, den = np.asarray(numerators, dtype=float), np.asarray(denominators, dtype=float)
+    if num.size < 2:
+        return None
+
+    def ratio(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.sum(x, axis=axis) / np.maximum(np.sum(y, axis=axis), 1e-12)
+
+    if np.ptp(num / np.maximum(den, 1e-12)) == 0:  # every pair in the same proportion: every resample gives it
+        v = float(ratio(num, den))
+        return v, v
+    return _bootstrap((num, den), ratio, True, seed, n_resamples, confidence, method)
 
 
 def percentile_interval(values: Sequence[float | None], q: float, **kw: Any) -> tuple[float, float] | None:

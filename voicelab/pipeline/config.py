@@ -1,9 +1,10 @@
 """`PipelineConfig`: which engine, sampler, gate policy, phrase shaper, STT, VAD, turn and barge-in strategies.
 
 Defaults (each field's comment says why): Silero VAD (stop_secs 0.2, pipecat's default), streamed Whisper
-tiny.en, the turn end `decide` (smart-turn v3 and the decision model, re-scored as the silence grows),
-barge-in `pause` (pause the bot at the caller's voice, then stop for good or resume), the pinned gate with a
-short first chunk, Piper with leading silence trimmed, caller clips on a 160 ms grid.
+tiny.en with the callers' language model (`PipelineConfig().stt` and `.stt_lm`: the one place the default
+recogniser is named), the turn end `decide` (smart-turn v3 and the decision model, re-scored as the silence
+grows), barge-in `pause` (pause the bot at the caller's voice, then stop for good or resume), the pinned gate
+with a short first chunk, Piper with leading silence trimmed, caller clips on a 160 ms grid.
 
 Plain Python (no pipecat): the CLI, the run writer and the web app validate options through it.
 """
@@ -21,9 +22,11 @@ from voicelab.rules.tool_reason import ToolReasonError
 from voicelab.rules.tool_reason import parse_mode as parse_tool_reason
 from voicelab.speech.caller_lm import DEFAULT_LM_WEIGHT
 
-STT_CHOICES = ("whisper", "moonshine", "pocketsphinx", "transcript")
-STREAMED_STT = ("whisper", "moonshine")  # whole-utterance recognizers behind voicelab.speech.streaming
-STT_HELP = ("whisper (tiny.en from a package, streamed passes), moonshine (Moonshine base from a package, the same "
+STT_CHOICES = ("whisper", "whisper-base", "moonshine", "pocketsphinx", "transcript")
+# whole-utterance recognizers behind voicelab.speech.streaming (voicelab.speech.recognizers.make_recognizer)
+STREAMED_STT = ("whisper", "whisper-base", "moonshine")
+STT_HELP = ("whisper (tiny.en from a package, streamed passes), whisper-base (Whisper base, multilingual, forced to "
+            "English, from two packages: the same passes), moonshine (Moonshine base from a package, the same "
             "passes: more accurate on real voices, ~3x the cost), pocketsphinx (streaming, fast, inaccurate) or "
             "transcript (the fixture's own text: STT out of the budget)")
 BARGE_IN_HELP = ("pause (the VAD pauses the bot, then its words decide: stop for good or resume), vad (any "
@@ -58,7 +61,8 @@ class PipelineConfig:
     sampler: str | None = None  # None: the engine's default (threshold / autoregressive)
     policy: str = "pinned"
     shaper: ShaperParams = field(default_factory=ShaperParams)
-    stt: str = "whisper"  # STT_CHOICES
+    # STT_CHOICES; the pipeline's recogniser: `bench stt` marks its rows (with stt_lm) as the default's
+    stt: str = "whisper"
     # Whisper's final pass starts at the VAD's first silent frame, not at its confirmed stop (voicelab.speech.streaming);
     # off by measurement: that frame can fall inside a soft last sound ("americans" read "america")
     stt_early_final: bool = False

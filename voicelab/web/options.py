@@ -16,7 +16,8 @@ from voicelab.web.errors import ApiError
 STATIC_DIR = Path(__file__).parent / "static"
 POLICY_CHOICES = ("pinned", "prefix", "final", "block", "stable:2", "stable:3", "pinned:stable:2", "pinned:block")
 VAD_CHOICES = ("silero", "webrtc")
-STT_CHOICES = ("whisper", "moonshine", "pocketsphinx")  # "transcript" reads a fixture's ground truth; a live caller has none
+# "transcript" reads a fixture's ground truth; a live caller has none
+STT_CHOICES = ("whisper", "whisper-base", "moonshine", "pocketsphinx")
 OPTION_KEYS = ("engine", "sampler", "policy", "vad", "stt")
 
 DEFAULT_RUNS_DIR = Path("runs/live")  # each live session's run folder goes under it

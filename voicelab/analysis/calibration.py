@@ -1,0 +1,187 @@
+"""docs/calibration.md, generated from committed bench results, never typed: for each choice the lab makes (the
+recogniser, the turn-end strategy and its setting, the barge-in onset), the ranking on synthetic callers beside
+the ranking on human speech, and whether the two agree.
+
+Inputs (both committed under benchmarks/results/, each with the command that made it):
+- `stt_bench.json` from `voicelab bench stt --out ...`: word error rate and time per pass per recogniser and
+  suite (`synthetic`: espeak-ng and Piper callers; `real`: the bundled real recordings; `human`: the human
+  set's read speech; `human-digits`: its digit strings);
+- `turn_bench.json` from `voicelab bench turns --out ...`: dead air at a false cut-off rate per strategy and
+  group (`generated`: espeak-ng; `human`: the human set's meetings), and the barge-in cases per group.
+
+A ranking "agrees" when the option ranked first is the same on both; the page also states the full orders, so
+a disagreement lower down is visible. Standard library only.
+
+    python -m voicelab.analysis.calibration --write   # regenerate docs/calibration.md (a test checks it)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "benchmarks" / "results"
+STT_RESULT = RESULTS / "stt_bench.json"
+TURN_RESULT = RESULTS / "turn_bench.json"
+PAGE = ROOT / "docs" / "calibration.md"
+COMMAND = "python -m voicelab.analysis.calibration --write"
+SYNTHETIC_STT, HUMAN_STT = "synthetic", "human"
+SYNTHETIC_TURNS, HUMAN_TURNS = "generated", "human"
+RATE = "5%"  # the false cut-off rate the turn rankings are read at (eot-bench's operating point)
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f} %"
+
+
+def _ms(x: float | None) -> str:
+    return "-" if x is None else f"{x:.0f}"
+
+
+def _ci(ci: Sequence[float] | None) -> str:
+    return "" if not ci else f" [{ci[0]:.0f}–{ci[1]:.0f}]"
+
+
+def ranking(scores: dict[str, float | None]) -> list[str]:
+    """Options from best (lowest) to worst; options without a figure are left out."""
+    return sorted((k for k, v in scores.items() if v is not None), key=lambda k: (scores[k], k))
+
+
+def agreement(synthetic: list[str], human: list[str]) -> str:
+    """'agree' when both rank the same option first (and the whole order is the same: 'agree, same order')."""
+    if not synthetic or not human:
+        return "not measured on both"
+    common = [o for o in synthetic if o in human]
+    same_order = common == [o for o in human if o in common]
+    if synthetic[0] == human[0]:
+        return "agree, same order" if same_order else "agree on the first, not on the order"
+    return f"**disagree**: synthetic picks `{synthetic[0]}`, human speech picks `{human[0]}`"
+
+
+def stt_section(doc: dict[str, Any]) -> list[str]:
+    rows = doc.get("summary", [])
+    systems = list(dict.fromkeys(r["system"] for r in rows))
+    suites = [s for s in (SYNTHETIC_STT, "real", HUMAN_STT, "human-digits") if any(r["suite"] == s for r in rows)]
+    by = {(r["system"], r["suite"]): r for r in rows}
+    default = next((r["system"] for r in rows if r.get("default")), None)
+    out = ["## Recogniser", "",
+           f"`{doc.get('command', '?')}` on {doc.get('machine', {}).get('cpus', '?')} CPUs "
+           f"({doc.get('machine', {}).get('platform', '?')}). Corpus WER (all errors over all reference words); "
+           "time per pass p50 on the human read speech. The pipeline's default is marked.", "",
+           "| recogniser | " + " | ".join(f"WER {s} (n)" for s in suites) + " | ms p50 (human) |",
+           "|---|" + "---|" * (len(suites) + 1)]
+    for s in systems:
+        cells = [f"{_pct(by[(s, u)]['wer_corpus'])} ({by[(s, u)]['n']})" if (s, u) in by else "-" for u in suites]
+        ms = by.get((s, HUMAN_STT), {}).get("ms_p50")
+        mark = " (default)" if s == default else ""
+        out.append(f"| `{s}`{mark} | " + " | ".join(cells) + f" | {_ms(ms)} |")
+    syn = ranking({s: by[(s, SYNTHETIC_STT)]["wer_corpus"] for s in systems if (s, SYNTHETIC_STT) in by})
+    hum = ranking({s: by[(s, HUMAN_STT)]["wer_corpus"] for s in systems if (s, HUMAN_STT) in by})
+    out += ["", f"- synthetic callers rank: {' < '.join(f'`{s}`' for s in syn) or '-'}",
+            f"- human speech ranks: {' < '.join(f'`{s}`' for s in hum) or '-'}",
+            f"- **{agreement(syn, hum)}**", ""]
+    if hum and default is not None and default in hum:
+        out.append(f"The default, `{default}`, is {'the best' if hum[0] == default else 'not the best'} on human "
+                   f"speech ({_pct(by[(default, HUMAN_STT)]['wer_corpus'])}; best "
+                   f"`{hum[0]}` {_pct(by[(hum[0], HUMAN_STT)]['wer_corpus'])}).")
+        out.append("")
+    return out
+
+
+def _turn_figure(entry: dict[str, Any], group: str) -> tuple[float | None, list[float] | None, dict[str, Any]]:
+    rep = entry.get("groups", {}).get(group, {}).get("passes_removed")
+    if rep is None:
+        return None, None, {}
+    return (rep.get("dead_air_p50_ms_at", {}).get(RATE), rep.get("dead_air_p50_ms_ci_at", {}).get(RATE),
+            rep.get("at_default", {}))
+
+
+def turn_section(doc: dict[str, Any]) -> list[str]:
+    groups = doc.get("groups", {})
+    out = ["## Turn-end strategy and setting", "",
+           f"`{doc.get('command', '?')}`. Dead air (median, ms, pass times removed) at {RATE} false cut-offs of "
+           "mid-turn pauses, with its 95 % bootstrap interval, and each strategy at its shipped setting. "
+           + ", ".join(f"`{g}`: {v.get('pauses', 0)} pauses, {v.get('ends', 0)} ends" for g, v in groups.items())
+           + ".", "",
+           f"| strategy | synthetic ({SYNTHETIC_TURNS}) at {RATE} | human at {RATE} | synthetic at its default: "
+           "false cut-offs / dead air | human at its default: false cut-offs / dead air |",
+           "|---|---|---|---|---|"]
+    syn_scores: dict[str, float | None] = {}
+    hum_scores: dict[str, float | None] = {}
+    for e in doc.get("strategies", []):
+        name = e["strategy"]
+        s, s_ci, s_def = _turn_figure(e, SYNTHETIC_TURNS)
+        h, h_ci, h_def = _turn_figure(e, HUMAN_TURNS)
+        syn_scores[name], hum_scores[name] = s, h
+        out.append(f"| `{name}` ({e.get('knob')} {e.get('default')}) | {_ms(s)}{_ci(s_ci)} | {_ms(h)}{_ci(h_ci)} | "
+                   f"{_pct(s_def.get('false_cutoff_rate'))} / {_ms(s_def.get('dead_air_p50_ms'))} | "
+                   f"{_pct(h_def.get('false_cutoff_rate'))} / {_ms(h_def.get('dead_air_p50_ms'))} |")
+    syn, hum = ranking(syn_scores), ranking(hum_scores)
+    out += ["", f"- synthetic callers rank: {' < '.join(f'`{s}`' for s in syn) or '-'}",
+            f"- human speech ranks: {' < '.join(f'`{s}`' for s in hum) or '-'}",
+            f"- **{agreement(syn, hum)}**", ""]
+    return out
+
+
+def barge_section(doc: dict[str, Any]) -> list[str]:
+    out = ["## Barge-in onset", "",
+           "The shipped barge-in (`pause`: the onset VAD pauses the bot, the words decide) on each group's barge-in "
+           "cases: backchannels must not stop the bot, interruptions must, quickly.", "",
+           "| group | backchannels | false barge-ins | interruptions | missed | stop latency p50 / p95 ms (n) |",
+           "|---|---|---|---|---|---|"]
+    for g, b in doc.get("barge_in", {}).items():
+        st = b.get("stop_latency_ms", {})
+        out.append(f"| `{g}` | {b.get('backchannels')} | {b.get('false_barge_ins')} | {b.get('interruptions')} | "
+                   f"{b.get('missed_interruptions')} | {_ms(st.get('p50'))} / {_ms(st.get('p95'))} "
+                   f"({st.get('n', 0)}) |")
+    human = doc.get("barge_in", {}).get(HUMAN_TURNS)
+    out += ["", "Human barge-in cases: " + (
+        f"{human.get('backchannels')} backchannels and {human.get('interruptions')} interruptions."
+        if human else "none in the human set yet; the onset's thresholds rest on the generated and bundled cases and "
+        "the real recordings (one interruption), so they are **synthetic-only** figures.") , ""]
+    return out
+
+
+def render(stt_doc: dict[str, Any] | None, turn_doc: dict[str, Any] | None) -> str:
+    out = ["# Calibration: synthetic callers against human speech", "",
+           f"Generated by `{COMMAND}` from `benchmarks/results/stt_bench.json` and "
+           "`benchmarks/results/turn_bench.json`; a test fails when this page differs from them. Synthetic callers "
+           "(espeak-ng, one Piper voice) make reproducible regression runs; a default is chosen on human speech "
+           "(the set in `audio_fixtures/human/`, see its README), and where the two rank options differently the "
+           "synthetic figure is labelled synthetic-only. The decisions built on these figures are in "
+           "`docs/decisions/`.", ""]
+    out += stt_section(stt_doc) if stt_doc else ["## Recogniser", "", "not measured", ""]
+    if turn_doc:
+        out += turn_section(turn_doc) + barge_section(turn_doc)
+    else:
+        out += ["## Turn-end strategy and setting", "", "not measured", ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _load(path: Path) -> dict[str, Any] | None:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def current() -> str:
+    return render(_load(STT_RESULT), _load(TURN_RESULT))
+
+
+def main(argv: Sequence[str] | None = None) -> int:  # pragma: no cover - a maintenance command
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--write", action="store_true", help=f"write {PAGE.relative_to(ROOT)}")
+    a = ap.parse_args(argv)
+    text = current()
+    if a.write:
+        PAGE.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
