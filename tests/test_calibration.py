@@ -48,3 +48,11 @@ def test_the_turn_section_reads_dead_air_at_five_percent_per_group() -> None:
     text = "\n".join(cal.turn_section(doc))
     assert "synthetic picks `timeout`, human speech picks `smart`" in text
     assert "1000 [999–1001]" in text
+
+
+def test_the_terminal_verdicts_say_synthetic_only_on_a_disagreement() -> None:
+    doc = _stt([("tiny", "synthetic", 0.2), ("base", "synthetic", 0.3), ("tiny", "human", 0.12),
+                ("base", "human", 0.08)], default="tiny")
+    line = cal.stt_verdict(doc["summary"])  # type: ignore[arg-type]
+    assert line is not None and "synthetic-only" in line
+    assert cal.stt_verdict([r for r in doc["summary"] if r["suite"] == "human"]) is None  # type: ignore[union-attr]

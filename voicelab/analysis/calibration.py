@@ -63,6 +63,29 @@ def agreement(synthetic: list[str], human: list[str]) -> str:
     return f"**disagree**: synthetic picks `{synthetic[0]}`, human speech picks `{human[0]}`"
 
 
+def stt_verdict(summary: Sequence[dict[str, Any]]) -> str | None:
+    """One line for the terminal: do synthetic callers and human speech pick the same recogniser? (None: the
+    summary lacks one of the two suites.)"""
+    syn = ranking({r["system"]: r["wer_corpus"] for r in summary if r["suite"] == SYNTHETIC_STT})
+    hum = ranking({r["system"]: r["wer_corpus"] for r in summary if r["suite"] == HUMAN_STT})
+    if not syn or not hum:
+        return None
+    said = agreement(syn, hum).replace("**", "")
+    tail = "" if syn[0] == hum[0] else "; the synthetic ranking is synthetic-only: choose on human speech"
+    return f"synthetic callers and human speech: {said}{tail}"
+
+
+def turn_verdict(doc: dict[str, Any]) -> str | None:
+    """The same line for the turn bench, at RATE false cut-offs (None: one of the two groups is missing)."""
+    syn = ranking({e["strategy"]: _turn_figure(e, SYNTHETIC_TURNS)[0] for e in doc.get("strategies", [])})
+    hum = ranking({e["strategy"]: _turn_figure(e, HUMAN_TURNS)[0] for e in doc.get("strategies", [])})
+    if not syn or not hum:
+        return None
+    said = agreement(syn, hum).replace("**", "")
+    tail = "" if syn[0] == hum[0] else "; the generated group's ranking is synthetic-only"
+    return f"dead air at {RATE} false cut-offs, synthetic against human conversation: {said}{tail}"
+
+
 def stt_section(doc: dict[str, Any]) -> list[str]:
     rows = doc.get("summary", [])
     systems = list(dict.fromkeys(r["system"] for r in rows))

@@ -84,6 +84,7 @@ def _print_tables(result: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from voicelab.analysis import calibration
     from voicelab.turnbench import bench
 
     console = Console(stderr=True)
@@ -91,6 +92,9 @@ def _print_tables(result: dict[str, Any]) -> None:
     for g in bench.summary_groups(result):
         for passes in ("passes_removed", "passes_added"):
             _curve_table(result, g, passes)
+    verdict = calibration.turn_verdict(result)
+    if verdict:
+        Console().print(verdict)
     other = Table(title="shipped settings on the fixtures (pass times removed): false cut-offs, dead air p50 / p95")
     other.add_column("strategy")
     groups = [g for g in result["groups"] if g not in bench.summary_groups(result)]

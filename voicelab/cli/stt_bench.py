@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated
 
@@ -39,6 +40,7 @@ def bench_stt(
     from rich.console import Console
     from rich.table import Table
 
+    from voicelab.analysis import calibration
     from voicelab.fixtures.format import FixtureError
     from voicelab.runs.folder import versions, write_json
     from voicelab.speech import bench
@@ -73,3 +75,6 @@ def bench_stt(
                       f"{s.wer_corpus:.1%}", ci, f"{s.ms_p50:.0f}", f"{s.ms_p95:.0f}",
                       style="bold" if s.default else None)
     Console().print(table)
+    verdict = calibration.stt_verdict([asdict(s) for s in summary])
+    if verdict:
+        Console().print(verdict)

@@ -91,18 +91,23 @@ def bundled_refs() -> list[CaseRef]:
 
 
 def human_refs() -> list[CaseRef]:
-    """The real human speech, where the human set holds it: meeting turns ("human", `voicelab.turnbench.meetings`)
-    and read utterances ("human-read", `voicelab.turnbench.read_speech`)."""
-    from voicelab.turnbench import meetings, read_speech
+    """The real human speech, where the human set holds it: meeting turns ("human", `voicelab.turnbench.meetings`),
+    read utterances ("human-read", `voicelab.turnbench.read_speech`) and real backchannels and interruptions
+    (barge-in cases of "human", `voicelab.turnbench.human_barge`)."""
+    from voicelab.turnbench import human_barge, meetings, read_speech
 
     cases: list[CaseAudio] = []
+    barge: list[CaseAudio] = []
     try:
         if (meetings.MEETINGS_DIR / meetings.LABELS_FILE).is_file():
             cases += meetings.load_cases()
         cases += read_speech.load_cases()
-    except (meetings.MeetingsError, read_speech.ReadSpeechError) as e:
+        if (human_barge.BARGE_DIR / human_barge.LABELS_FILE).is_file():
+            barge = human_barge.load_cases(human_barge.BARGE_DIR)
+    except (meetings.MeetingsError, read_speech.ReadSpeechError, human_barge.BargeSetError) as e:
         raise BenchError(str(e)) from None
-    return [CaseRef(c.id, c.group, c.key, "turn", (lambda c=c: c), list(c.points), dict(c.meta)) for c in cases]
+    return [CaseRef(c.id, c.group, c.key, kind, (lambda c=c: c), list(c.points), dict(c.meta))
+            for kind, group in (("turn", cases), ("barge", barge)) for c in group]
 
 
 BENCH_GROUPS = ("generated", "human", "human-read", "bundled", "real")  # what `--group NAME` may name

@@ -128,6 +128,15 @@ def is_backchannel(turn: Turn, turns: Sequence[Turn]) -> bool:
         o.speaker != turn.speaker and o.start <= s.start and s.end <= o.end for o in turns) for s in turn.segments)
 
 
+def backchannel_segments(segments: Sequence[Segment], region: tuple[float, float]) -> list[Segment]:
+    """The segments the turns pass over as backchannels (each speaker's own segments joined first): every
+    segment of a would-be turn that `is_backchannel` drops, away from the region's edges, in order."""
+    segs = merge_own([s for s in segments if s.end > region[0] and s.start < region[1]])
+    every = _raw_turns(segs)
+    return sorted(s for t in every if is_backchannel(t, every) for s in t.segments
+                  if s.start >= region[0] + EDGE_S and s.end <= region[1] - EDGE_S)
+
+
 def turns(segments: Sequence[Segment], region: tuple[float, float]) -> list[Turn]:
     """The conversation's turns that the bench can use (the module doc's rules), in order of their starts."""
     segs = merge_own([s for s in segments if s.end > region[0] and s.start < region[1]])

@@ -169,7 +169,8 @@ def clip_window(turn: Turn, segments: list[Segment], region: tuple[float, float]
     return w0, w1
 
 
-def _faded(x: np.ndarray) -> np.ndarray:
+def faded(x: np.ndarray) -> np.ndarray:
+    """`FADE_S` raised-cosine fades at both ends of a cut."""
     n = min(round(FADE_S * SR), x.size // 2)
     if n:
         ramp = 0.5 - 0.5 * np.cos(np.linspace(0.0, np.pi, n))
@@ -192,7 +193,7 @@ def label_recording(rec: Recording) -> list[dict[str, Any]]:
     out = []
     for t in turns(rec.segments, rec.region):
         w0, w1 = clip_window(t, rec.segments, rec.region)
-        clip = _faded(normalised(mix[round(w0 * SR):round(w1 * SR)]))
+        clip = faded(normalised(mix[round(w0 * SR):round(w1 * SR)]))
         heard = speech_spans(clip)
         others = [(s.start - w0, s.end - w0) for s in rec.segments if s.speaker != t.speaker]
         if channels:
