@@ -16,7 +16,7 @@ ending in `\\` are joined, a trailing `# comment` and a trailing `&` dropped. RE
   `voicelab mock-engine`, the reference phone agent) run as subprocesses on a free loopback port, answer an
   HTTP request before anything uses them, and are stopped at the end; a port a page names (8000, 8765, 8808)
   is replaced by theirs.
-- `SLOW` lists the examples marked slow (at most five), each with its reason.
+- `SLOW` lists the examples marked slow (at most six), each with its reason.
 """
 
 from __future__ import annotations
@@ -188,6 +188,10 @@ TABLE: dict[str, tuple[str, str]] = {
     "voicelab call ws://HOST:PORT/media-stream single_question": (T_LINE, "HOST:PORT -> the `voicelab serve`"),
     "voicelab fixtures import call.wav --out my_calls": (T_OWN, "call.wav: the --json run's stereo recording"),
     "voicelab bench turns --fixtures my_calls/call": (T_OWN, "my_calls/call: that import's fixture"),
+    "voicelab run human": (T_SLOW_RUN, "human -> human/speech/2414, the list's shortest caller (the eight take about "
+                                       "4 minutes)"),
+    "voicelab bench stt --data my_speech --json": (
+        T_OWN, "my_speech/: two sentences of the human set copied with their transcripts.tsv lines"),
     # docs/engine-profiles.md
     "voicelab run single_question --stt transcript --matrix profiles:celeris-1": (T_ONE, "as written"),
     "voicelab run weekly_hours --stt transcript --matrix profiles:gpt-4.1-mini": (T_SLOW_MATRIX, "as written"),
@@ -234,9 +238,11 @@ TABLE: dict[str, tuple[str, str]] = {
         T_OWN, "as written, in the work folder"),
     "voicelab bench turns --fixtures my_call/ --strategy mypkg.turns:mine": (
         T_OWN, "mypkg/turns.py: the page's own ```python strategy; the work folder on PYTHONPATH"),
+    "voicelab bench turns --group human --json": (T_OWN, "as written: the human meetings and barge-in sounds"),
 }
 
-SLOW: dict[str, str] = {  # at most five, each with its reason
+SLOW: dict[str, str] = {  # at most six, each with its reason
+    "voicelab run human": "one real person's three sentences in real time with Whisper, about 40 s",
     "voicelab run": "the main job's path: two recorded calls in real time through the real pipeline, about 40 s",
     "voicelab run real": "a real recording in real time with Whisper, about 30 s",
     "voicelab run weekly_hours --stt transcript --matrix profiles:gpt-4.1-mini":
@@ -263,7 +269,7 @@ def test_every_example_is_in_the_table_and_every_entry_in_the_docs() -> None:
 def test_the_table_names_tests_of_this_file_and_at_most_five_slow_examples() -> None:
     here = sys.modules[__name__]
     assert not [t for t, _how in TABLE.values() if not callable(getattr(here, t, None))]
-    assert len(SLOW) <= 5 and set(SLOW) <= set(TABLE) and all(SLOW.values())
+    assert len(SLOW) <= 6 and set(SLOW) <= set(TABLE) and all(SLOW.values())
     wrong = [c for c, (t, _how) in TABLE.items() if _is_slow(t) != (c in SLOW)]
     assert not wrong, f"marked slow or not, unlike SLOW: {wrong}"
 
@@ -285,6 +291,9 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+HUMAN_SPEECH = ROOT / "audio_fixtures" / "human" / "speech"
 
 
 def workdir(path: Path) -> Path:
@@ -607,6 +616,21 @@ def test_own_calls_imported_checked_and_benched(base: Base, tmp_path: Path) -> N
     r_bench = Job("voicelab bench turns --fixtures my_calls/call", readme)
     assert "1 of 1 fixtures pass" in r_check.finish()
     r_bench.finish()
+    # README: recognisers ranked on the user's own speech; docs/turn-bench.md: the human group alone
+    speech = readme / "my_speech"
+    speech.mkdir()
+    lines = (HUMAN_SPEECH / "transcripts.tsv").read_text(encoding="utf-8").splitlines()
+    picked = [ln for ln in lines if ln.startswith(("2414-128291-0000\t", "p225_003\t"))]
+    for ln in picked:
+        stem = ln.split("\t")[0]
+        (src,) = HUMAN_SPEECH.rglob(f"{stem}.flac")
+        shutil.copy(src, speech / src.name)
+    (speech / "transcripts.tsv").write_text("\n".join(picked) + "\n", encoding="utf-8")
+    stt_job = Job("voicelab bench stt --data my_speech --json", readme)
+    human_job = Job("voicelab bench turns --group human --json", readme)
+    stt = json.loads(stt_job.finish())
+    assert {r["suite"] for r in stt} >= {"my_speech"} and any(r["default"] for r in stt)
+    assert {r["group"] for r in json.loads(human_job.finish())} == {"human"}
     all_ran(T_OWN)
 
 
@@ -636,11 +660,12 @@ def test_slow_fixtures_build_the_suite(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("cmd", ["voicelab run", "voicelab run real"])
+@pytest.mark.parametrize("cmd", ["voicelab run", "voicelab run real", "voicelab run human"])
 def test_slow_main_runs(cmd: str, tmp_path: Path) -> None:
     work = workdir(tmp_path / "work")
-    subs = {"voicelab run": "voicelab run single_question barge_in_early"} if cmd == "voicelab run" else \
-        {"voicelab run real": "voicelab run hr_question_close"}
+    subs = {"voicelab run": {"voicelab run": "voicelab run single_question barge_in_early"},
+            "voicelab run real": {"voicelab run real": "voicelab run hr_question_close"},
+            "voicelab run human": {"voicelab run human": "voicelab run human/speech/2414"}}[cmd]
     run(cmd, work, subs)
     (folder,) = run_folders(work / "runs")
     assert json.loads((folder / "summary.json").read_text(encoding="utf-8"))["far_ms"]["n"] >= 1
