@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from voicelab.pcm import to_int16
+
 LINE_RATE = 8000  # Hz, the telephone media stream's rate
 _BIAS = 0x84
 _CLIP14 = 8159  # 32635 >> 2
@@ -48,5 +50,5 @@ def decode(data: bytes) -> np.ndarray:
 
 
 def float_to_int16(audio: np.ndarray) -> np.ndarray:
-    """Float samples in [-1, 1] to int16 (clipped)."""
-    return (np.clip(np.asarray(audio, dtype=np.float64), -1.0, 1.0) * 32767.0).astype(np.int16)
+    """Float samples in [-1, 1] to int16 (clipped), as every transport sends them (`voicelab.pcm`)."""
+    return to_int16(audio)

@@ -27,10 +27,14 @@ for good), RESUME (a backchannel, a cough, nothing: continue where it paused) or
    then STOP if any words were recognised (someone talking that long means it), else RESUME
    (speech without words: background talk or noise).
 4. The caller has stopped, and the recogniser's final reading of what they said is on its way (the
-   turn VAD heard them, so a final pass runs at its stop): WAIT for it up to `final_wait_ms` (500)
-   after the stop. A partial reading misses the last words and the bot is already silent, so the
-   final is worth its ~100-200 ms; 500 ms is the STT service's own p99 time to a final
-   (`ttfs_p99_latency`). Settling on partials at a fixed time after the pause instead let a partial
+   turn VAD heard them, so a final pass runs at its stop): WAIT for it up to `final_wait_ms` (1000)
+   after the stop, the turn rule's own wait for a final. A partial reading misses the last words and
+   the bot is already silent, so the final is worth its ~100-200 ms. The wait was 500 ms (the STT
+   service's p99 time to a final, `ttfs_p99_latency`), but on a busy 2-core CPU Whisper tiny.en's final
+   for a second of speech landed 607 ms after the stop: the bot resumed on the partial "tuesday", and
+   the late final ("... at 11 am", an interruption) was dropped as a backchannel's, so the caller's words
+   were lost. Waiting costs only when a final is late (the bot is silent meanwhile); a final that never
+   lands ends the wait at 1 s. Settling on partials at a fixed time after the pause instead let a partial
    judged "interruption" stop the bot for a backchannel whose final said "right".
 5. Then RESUME once `settle_ms` (250) have passed since the pause if there are no words or the model
    says "not an interruption"; with words the model is unsure about, WAIT for a later transcript until
@@ -96,7 +100,7 @@ class PauseThresholds:
     settle_ms: float = 250.0
     resume_ms: float = 600.0
     max_hold_ms: float = 2000.0
-    final_wait_ms: float = 500.0  # after the caller stops, how long to wait for the final reading
+    final_wait_ms: float = 1000.0  # after the caller stops, how long to wait for the final reading
     max_words_per_s: float = 6.0  # a reading with more words than this rate (plus one) could hold is no evidence
     # the speech length is estimated from the turn VAD's start and stop, which lag the speech by start_secs plus
     # Silero's smoothing (0.24-0.6 s after the true onset in the default list's runs): it can be short by that

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from engines.decision.model import load_decision_model
+from voicelab.pcm import as_heard, to_int16
 from voicelab.pipeline.turns.turn_models import SharedSileroVADAnalyzer, TurnModels
 from voicelab.speech.caller_lm import DEFAULT_LM_WEIGHT
 from voicelab.speech.recognizers import make_recognizer
@@ -47,7 +48,7 @@ from voicelab.turnbench.replay import (
 
 __all__ = ["DEFAULT_CACHE", "SCORER_VERSION", "Models", "cached", "score_barge", "score_turn", "trace_of"]
 
-SCORER_VERSION = 3
+SCORER_VERSION = 4  # 4: smart-turn and Whisper read the clip through int16, as in the pipeline
 DEFAULT_CACHE = CACHE_ROOT
 PRE_SPEECH_S = 0.5  # SmartTurnParams.pre_speech_ms
 MAX_SMART_S = 8.0  # SmartTurnParams.max_duration_secs
@@ -109,7 +110,7 @@ def silero_windows(models: Models, audio: np.ndarray) -> tuple[np.ndarray, np.nd
     conf: list[float] = []
     vol: list[float] = []
     vad = models.silero(lambda c, v: (conf.append(c), vol.append(v)))
-    pcm = (np.clip(audio, -1.0, 1.0) * 32767.0).astype(np.int16)
+    pcm = to_int16(audio)
     for i in range(0, pcm.size - 319, 320):
         vad._run_analyzer(pcm[i:i + 320].tobytes())
     return np.asarray(conf, dtype=np.float32), np.asarray(vol, dtype=np.float32)
@@ -163,13 +164,14 @@ def score_turn(models: Models, case: CaseAudio, readings: bool = True) -> dict[s
     ev = vad_events(speaking(conf, vol))
     starts = [e.t_s for e in ev if e.kind == "start"]
     stops = [e for e in ev if e.kind == "stop"]
+    heard = as_heard(case.audio)  # the samples the pipeline's models read: smart-turn is not robust to the last bit
     out_stops = []
     for e in stops:
         first = next((s for s in starts if s < e.t_s), None)
         if first is None:
             continue
         a0 = first - PRE_SPEECH_S - DEFAULT_VAD.start_secs
-        seg = _cut(case.audio, a0, e.t_s)[-round(MAX_SMART_S * SR):]
+        seg = _cut(heard, a0, e.t_s)[-round(MAX_SMART_S * SR):]
         t0 = time.perf_counter()
         p = float(models.smart()._predict_endpoint(seg.astype(np.float32))["probability"])
         smart_ms = (time.perf_counter() - t0) * 1000.0
@@ -178,9 +180,9 @@ def score_turn(models: Models, case: CaseAudio, readings: bool = True) -> dict[s
             none = {"text": "", "ms": 0.0, "avg_logprob": None, "reliable": True}
             final, early = none, none
         else:
-            final = _reading(models, stt_audio(case.audio, starts, stop_times, e.t_s))
+            final = _reading(models, stt_audio(heard, starts, stop_times, e.t_s))
             early_stops = [t for t in stop_times if t < e.t_s] + [e.first_silent_s or e.t_s]
-            early = _reading(models, stt_audio(case.audio, starts, early_stops, e.first_silent_s or e.t_s))
+            early = _reading(models, stt_audio(heard, starts, early_stops, e.first_silent_s or e.t_s))
         tp, dms = _ask(models, "turn_complete", final["text"])
         etp, _ = _ask(models, "turn_complete", early["text"])
         out_stops.append(asdict(StopScores(
@@ -200,7 +202,7 @@ def score_barge(models: Models, case: CaseAudio) -> dict[str, Any]:
     if fixed is not None or not stops:
         reading = {"text": fixed or "", "ms": 0.0, "avg_logprob": None, "reliable": True}
     else:
-        reading = _reading(models, stt_audio(case.audio, starts, stops, stops[-1]))
+        reading = _reading(models, stt_audio(as_heard(case.audio), starts, stops, stops[-1]))
     ip, ims = _ask(models, "interruption", reading["text"])
     cp, _ = _ask(models, "turn_complete", reading["text"])
     return {"conf": conf, "vol": vol, "rms_dbfs": window_rms_dbfs(case.audio, conf.size), "starts": starts,

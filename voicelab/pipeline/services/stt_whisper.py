@@ -59,6 +59,7 @@ from pipecat.services.settings import STTSettings
 from pipecat.services.stt_service import STTService
 from pipecat.utils.time import time_now_iso8601
 
+from voicelab.pcm import from_int16
 from voicelab.speech.preroll import PreRoll
 from voicelab.speech.recognizers import make_recognizer
 from voicelab.speech.streaming import Recognizer, StreamingWhisper
@@ -168,7 +169,7 @@ class StreamingWhisperSTT(STTService):
 
     @staticmethod
     def _pcm(audio: bytes) -> np.ndarray:
-        return np.frombuffer(audio, dtype=np.int16).astype(np.float32) / 32768.0
+        return from_int16(np.frombuffer(audio, dtype=np.int16))
 
     async def run_stt(self, audio: bytes):  # type: ignore[override]
         # keep a pre-roll of recent audio; while in an utterance, stream it to the recognizer

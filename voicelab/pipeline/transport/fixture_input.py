@@ -26,6 +26,7 @@ from voicelab.fixtures.schedule import CallerScheduler
 from voicelab.measure.calllog import CallerUtterance, CallLog
 from voicelab.measure.events import EventKind
 from voicelab.measure.recording import CallRecorder
+from voicelab.pcm import to_int16
 
 K = EventKind
 
@@ -68,7 +69,7 @@ class FixturePlayerInput(BaseInputTransport):
         self.done = asyncio.Event()
         self._playing: list[_Playing] = []
         self._task: asyncio.Task[None] | None = None
-        self._clips = [(np.clip(t.audio, -1.0, 1.0) * 32767.0).astype(np.int16) for t in fixture.turns]
+        self._clips = [to_int16(t.audio) for t in fixture.turns]
 
     async def start(self, frame: StartFrame) -> None:
         await super().start(frame)
