@@ -41,7 +41,7 @@ def test_a_number_counts_as_one_word() -> None:
 
 
 def test_known_error_counts() -> None:
-    # pocketsphinx on the accented ARCTIC clip (shared/real_calls/SOURCES.md)
+    # pocketsphinx on the accented ARCTIC clip (audio_fixtures/REAL_CALLS.md)
     e = word_errors("will we ever forget it", "indiana forget that")
     assert (e.substitutions, e.deletions, e.insertions, e.reference_words) == (2, 2, 0, 5)
     assert word_error_rate("will we ever forget it", "indiana forget that") == pytest.approx(4 / 5)

@@ -30,9 +30,10 @@ def test_a_backchannel_does_not_end_the_turn_and_is_no_turn() -> None:
 
 
 def test_edges_and_overlapped_ends_are_dropped() -> None:
-    # A starts at the region's start; B's turn is talked over by C; C's end is never followed inside the region
+    # A's turn, under way at the region's start, is kept (its end and the silence before B are known); B's turn
+    # is talked over by C; C's end is never followed inside the region
     segs = [seg("A", 0.0, 2.0), seg("B", 2.5, 5.0), seg("C", 4.0, 8.0), seg("A", 8.3, 9.0)]
-    assert turns(segs, (0.0, 10.0)) == []
+    assert [(t.speaker, t.next_speaker) for t in turns(segs, (0.0, 10.0))] == [("A", "B")]
     # with room on both sides: A's, C's and A's short one (B's, taken over by C mid-speech, is dropped); a
     # segment of a second or less never takes the floor, so C hands it to B
     shifted = [Segment(s.start + 1, s.end + 1, s.speaker) for s in segs] + [seg("B", 10.5, 13.0)]
@@ -110,6 +111,8 @@ def test_committed_labels_match_their_clips() -> None:
         pytest.skip("no meeting clips here")
     doc = json.loads(path.read_text(encoding="utf-8"))
     assert doc["counts"] == meetings.counts(doc["cases"])
+    # the AMI excerpts found so far (pyannote-audio's): 25 turn ends, 52 pauses; the aim is 100 and 150
+    assert doc["counts"]["ends"] >= 25 and doc["counts"]["pauses"] >= 50
     for c in doc["cases"]:
         f = meetings.MEETINGS_DIR / c["audio"]
         assert f.is_file(), f

@@ -9,9 +9,11 @@ pauses themselves come from the audio: `voicelab.turnbench.human_labels`). The r
   "yeah", a laugh) is a backchannel: the first speaker resumes and their turn goes on through it.
 - **Backchannels are not turns.** A turn made only of segments of at most `BACKCHANNEL_MAX_S`, each inside the
   span of another speaker's turn, is dropped: it answers nothing and nobody waits for its end.
-- **Cut by the region's edge.** A turn that starts within `EDGE_S` of the annotated region's start, or that no
-  other speaker's floor-taking segment follows before the region ends, is dropped: its start, or whether the
-  speaker went on after the region, is unknown.
+- **Cut by the region's edge.** A turn that no other speaker's floor-taking segment follows before the region
+  ends is dropped: whether the speaker went on after the region is unknown. A turn already under way at the
+  region's start is kept (its clip starts at the region's start): eot-bench labels a turn's pauses and the
+  silence before the next speaker takes the floor, neither of which needs the turn's first word; dropping them
+  lost two of the AMI excerpts' turn ends.
 - **Overlapped ends.** A turn whose end another speaker talks over (is speaking `OVERLAP_TOLERANCE_S` before
   it) is dropped: the listener hears someone else already talking, which is not a moment at which anyone
   waits for the turn to end; the annotations' own boundaries are not finer than that tolerance.
@@ -145,7 +147,7 @@ def turns(segments: Sequence[Segment], region: tuple[float, float]) -> list[Turn
     every = _raw_turns(segs)
     out = []
     for t in every:
-        if is_backchannel(t, every) or t.start < region[0] + EDGE_S or not t.next_speaker:
+        if is_backchannel(t, every) or not t.next_speaker:
             continue
         nxt = min(o.start for o in segs if o.speaker == t.next_speaker and o.end > t.end and o.start > t.start)
         if nxt >= region[1] - EDGE_S or t.end >= region[1] - EDGE_S:
