@@ -43,6 +43,17 @@ TEL_SR = 8000
 MIN_PAUSE_S = 0.2
 
 
+def read_mono(path: Path, error: type[Exception]) -> np.ndarray:
+    """A recording as float32 mono at `SR`; `error`, naming the file, when it is unreadable or at another rate."""
+    try:
+        x, sr = sf.read(str(path), dtype="float32", always_2d=True)
+    except (OSError, RuntimeError) as e:
+        raise error(f"{path}: unreadable audio ({e})") from None
+    if sr != SR:
+        raise error(f"{path}: {sr} Hz, expected {SR}")
+    return x.mean(axis=1)
+
+
 class AudioError(Exception):
     """A case cannot be synthesised here (espeak-ng missing or failing)."""
 

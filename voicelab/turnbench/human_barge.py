@@ -26,7 +26,6 @@ The bench plays the clip and `BARGE_TAIL_S` of silence, as it plays a fixture's 
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import re
@@ -38,8 +37,8 @@ from typing import Any
 import numpy as np
 import soundfile as sf
 
-from voicelab.fixtures.human_set import HUMAN_ROOT, LICENCES, ManifestRow, write_manifest
-from voicelab.turnbench.audio import BARGE_TAIL_S, SR, CaseAudio
+from voicelab.fixtures.human_set import HUMAN_ROOT, LICENCES, ManifestRow, writer_main
+from voicelab.turnbench.audio import BARGE_TAIL_S, SR, CaseAudio, read_mono
 from voicelab.turnbench.floor import Segment, backchannel_segments
 from voicelab.turnbench.human_labels import LabelError, label_turn, normalised, speech_spans
 from voicelab.turnbench.meetings import (
@@ -163,16 +162,6 @@ def command_cuts() -> list[Cut]:
                 COMMANDS_ATTRIBUTION.format(file=file, spk=spk)) for word, k, spk, file in COMMANDS]
 
 
-def _load(path: Path) -> np.ndarray:
-    try:
-        x, sr = sf.read(str(path), dtype="float32", always_2d=True)
-    except (OSError, RuntimeError) as e:
-        raise BargeSetError(f"{path}: unreadable audio ({e})") from None
-    if sr != SR:
-        raise BargeSetError(f"{path}: {sr} Hz, expected {SR}")
-    return x.mean(axis=1)
-
-
 def render(cut: Cut, source: np.ndarray) -> tuple[np.ndarray, dict[str, Any]]:
     """The clip of one cut and its labels entry (times on the clip's clock)."""
     w0, w1 = cut.window
@@ -206,7 +195,7 @@ def write(src: Path, out: Path = BARGE_DIR) -> tuple[dict[str, int], list[Manife
     entries, rows, skipped = [], [], []
     for c, path in cuts:
         try:
-            clip, entry = render(c, cache.setdefault(path, _load(path)))
+            clip, entry = render(c, cache.setdefault(path, read_mono(path, BargeSetError)))
         except LabelError:
             skipped.append(c.id)
             continue
@@ -242,7 +231,7 @@ def load_cases(root: Path = BARGE_DIR, group: str = "human") -> list[CaseAudio]:
         try:
             if c["kind"] not in ("backchannel", "interruption"):
                 raise ValueError(f"kind {c['kind']!r} is not backchannel or interruption")
-            x = _load(root / c["file"])
+            x = read_mono(root / c["file"], BargeSetError)
             onset, offset = float(c["onset_s"]), float(c["offset_s"])
         except (KeyError, TypeError, ValueError) as e:
             raise BargeSetError(f"{path}: case {c.get('id', '?') if isinstance(c, dict) else '?'!r}: {e}") from None
@@ -255,21 +244,7 @@ def load_cases(root: Path = BARGE_DIR, group: str = "human") -> list[CaseAudio]:
 
 
 def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a maintenance command
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--write", type=Path, metavar="SRC_DIR", required=True,
-                    help="the folder holding the source files at their repository paths")
-    ap.add_argument("--out", type=Path, default=BARGE_DIR)
-    ap.add_argument("--manifest", type=Path, default=None, help="write the clips' manifest rows here (TSV)")
-    a = ap.parse_args(argv)
-    try:
-        n, rows = write(a.write, a.out)
-    except BargeSetError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    if a.manifest is not None:
-        write_manifest(a.manifest, rows)
-    print(json.dumps(n))
-    return 0
+    return writer_main(__doc__ or "", write, BARGE_DIR, BargeSetError, argv)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -21,7 +21,6 @@ silence after it, as it does for the generated turns.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import itertools
 import json
@@ -34,8 +33,8 @@ from typing import Any
 import numpy as np
 import soundfile as sf
 
-from voicelab.fixtures.human_set import HUMAN_ROOT, LICENCES, ManifestRow, write_manifest
-from voicelab.turnbench.audio import SR, TAIL_S, CaseAudio
+from voicelab.fixtures.human_set import HUMAN_ROOT, LICENCES, ManifestRow, writer_main
+from voicelab.turnbench.audio import SR, TAIL_S, CaseAudio, read_mono
 from voicelab.turnbench.floor import OVERLAP_TOLERANCE_S, Segment, Turn, parse_rttm, turns
 from voicelab.turnbench.human_labels import SLACK_S, label_turn, normalised, speech_spans
 from voicelab.turnbench.replay import Point
@@ -105,13 +104,6 @@ def read_uem(path: Path) -> dict[str, tuple[float, float]]:
     return out
 
 
-def _load(path: Path) -> np.ndarray:
-    x, sr = sf.read(str(path), dtype="float32", always_2d=True)
-    if sr != SR:
-        raise MeetingsError(f"{path}: {sr} Hz, expected {SR}")
-    return x.mean(axis=1)
-
-
 def _envelope_db(x: np.ndarray, hop: int = 160) -> np.ndarray:
     w = x[:x.size // hop * hop].reshape(-1, hop).astype(np.float64)
     return 20.0 * np.log10(w.std(axis=1) + 1e-9)
@@ -120,7 +112,7 @@ def _envelope_db(x: np.ndarray, hop: int = 160) -> np.ndarray:
 def match_channels(segments: list[Segment], channels: list[Path]) -> dict[str, Path]:
     """Each annotated speaker's own channel: the one-to-one assignment whose channels' loudness follows the
     speakers' annotated speech best (summed correlation over 10 ms frames)."""
-    env = [_envelope_db(_load(p)) for p in channels]
+    env = [_envelope_db(read_mono(p, MeetingsError)) for p in channels]
     speakers = sorted({s.speaker for s in segments})
     if len(speakers) > len(channels):
         raise MeetingsError(f"{channels[0].parent}: {len(speakers)} speakers but {len(channels)} channels")
@@ -187,8 +179,8 @@ def _spans(x: np.ndarray, t0: float, t1: float) -> list[tuple[float, float]]:
 
 def label_recording(rec: Recording) -> list[dict[str, Any]]:
     """The recording's usable turns: per turn its clip (float32) and its labels (on the clip's clock)."""
-    mix = _load(rec.wav)
-    channels = {spk: _load(p) for spk, p in (rec.channels or {}).items()}
+    mix = read_mono(rec.wav, MeetingsError)
+    channels = {spk: read_mono(p, MeetingsError) for spk, p in (rec.channels or {}).items()}
     whole = {spk: speech_spans(normalised(x)) for spk, x in channels.items()}
     out = []
     for t in turns(rec.segments, rec.region):
@@ -254,7 +246,7 @@ def load_cases(root: Path = MEETINGS_DIR, group: str = "human") -> list[CaseAudi
     out = []
     for c in entries:
         try:
-            x = _load(root / c["audio"])
+            x = read_mono(root / c["audio"], MeetingsError)
             points = [Point(p["kind"], float(p["t_s"]) + LEAD_S,
                             None if p.get("resume_s") is None else float(p["resume_s"]) + LEAD_S)
                       for p in c["points"]]
@@ -268,21 +260,7 @@ def load_cases(root: Path = MEETINGS_DIR, group: str = "human") -> list[CaseAudi
 
 
 def main(argv: list[str] | None = None) -> int:  # pragma: no cover - a maintenance command
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--write", type=Path, metavar="SRC_DIR", required=True,
-                    help="the folder holding the source files at their repository paths")
-    ap.add_argument("--out", type=Path, default=MEETINGS_DIR)
-    ap.add_argument("--manifest", type=Path, default=None, help="write the clips' manifest rows here (TSV)")
-    a = ap.parse_args(argv)
-    try:
-        n, rows = write(a.write, a.out)
-    except MeetingsError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    if a.manifest is not None:
-        write_manifest(a.manifest, rows)
-    print(json.dumps(n))
-    return 0
+    return writer_main(__doc__ or "", write, MEETINGS_DIR, MeetingsError, argv)
 
 
 if __name__ == "__main__":  # pragma: no cover

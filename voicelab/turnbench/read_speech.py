@@ -15,10 +15,9 @@ import hashlib
 from pathlib import Path
 
 import numpy as np
-import soundfile as sf
 
 from voicelab.fixtures.human_set import HUMAN_ROOT
-from voicelab.turnbench.audio import SR, TAIL_S, CaseAudio
+from voicelab.turnbench.audio import SR, TAIL_S, CaseAudio, read_mono
 from voicelab.turnbench.human_labels import MIN_PAUSE_S, normalised, speech_spans
 from voicelab.turnbench.replay import Point
 
@@ -41,13 +40,7 @@ def utterance_points(spans: list[tuple[float, float]]) -> list[Point]:
 
 
 def utterance_case(path: Path, root: Path, group: str = "human-read") -> CaseAudio:
-    try:
-        x, sr = sf.read(str(path), dtype="float32", always_2d=True)
-    except (OSError, RuntimeError) as e:
-        raise ReadSpeechError(f"{path}: unreadable ({e})") from None
-    if sr != SR:
-        raise ReadSpeechError(f"{path}: {sr} Hz, expected {SR}")
-    clip = normalised(x.mean(axis=1))
+    clip = normalised(read_mono(path, ReadSpeechError))
     points = utterance_points(speech_spans(clip))
     if not points:
         raise ReadSpeechError(f"{path}: no speech by the onset rule")
