@@ -6,23 +6,29 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
+from wordfreq import top_n_list, zipf_frequency
 
 from engines.errors import CheckpointError
+from engines.local import TINY_MODELS
 from engines.local.engine import open_engine
 from engines.local.input_norm import engine_text
 from engines.local.open_values import (
     FILE,
+    FUNCTION_ZIPF,
+    RARE_ZIPF,
     StandIns,
     Vocabulary,
     capitalised_inside,
+    learn_cues,
     read_vocabulary,
     stand_ins,
 )
 from engines.local.train import shop_vocabulary
 from engines.shop import business as B
 from engines.shop.answers import parse_expect, score_reply
+from engines.shop.names import unseen_names
 
 KNOWN = frozenset({"this", "is", "can", "you", "move", "my", "appointment", "to", "thursday", "at", "1", "30", "pm",
                    "it", "for", "book", "a", "tune", "up", "on", "friday", "please"})
@@ -137,3 +143,87 @@ def test_no_stand_ins_without_a_vocabulary_file(tmp_path: Path) -> None:
     gen = eng.generate([{"role": "user", "content": "It's for Tviskoy."}])
     prompt = eng.ckpt.tokenizer.tok.decode(gen.prompt)
     assert "tviskoy" in prompt and "anna" not in prompt and gen.shown == {}
+
+
+# --- a name in a name's place is a value whatever its frequency (NameCues) ---
+
+SHIPPED = read_vocabulary(TINY_MODELS["ar"])
+COMMON = ("tom", "daniel", "oliver", "clara", "emily", "sarah", "james", "liam", "chloe", "sophie", "ryan", "megan")
+SLOTS = ("this is {n} can you move my appointment to thursday at 1 30 pm",
+         "i need to cancel my friday booking my name is {n}",
+         "{n} speaking please reschedule me to monday at 2 pm",
+         "hi it's {n}, i have to cancel my appointment on friday",
+         "ah {n} here could you book me a tune up on friday at 2 pm",
+         "could you move my appointment to friday at 2 pm the booking is under {n}",
+         "the name's {n}, can i get a tune up on friday at 2 pm")
+
+
+def _shipped(raw: str, asked: tuple[bool, ...] = ()) -> dict[str, str]:
+    assert SHIPPED is not None
+    return stand_ins([_turn(raw)], SHIPPED.known, SHIPPED.names, SHIPPED.cues, asked).by_word
+
+
+def test_the_shipped_cues_are_learned_from_the_corpus() -> None:
+    assert SHIPPED is not None and SHIPPED.cues == shop_vocabulary().cues
+    c = SHIPPED.cues
+    assert {("name", "is"), ("this", "is"), ("^", "it", "is")} <= c.before and ("for",) not in c.before
+    assert "here" in c.after and c.asks == ("what name should i put it under?",)
+
+
+def test_learning_keeps_contexts_a_name_nearly_always_follows() -> None:
+    chats = [[{"role": "user", "content": f"this is {n} i need a tune up for {d}"}]
+             for n, d in zip(NAMES * 10, ("friday", "monday", "me") * 10, strict=True)]
+    c = learn_cues(chats, NAMES, min_count=5)
+    assert c.before == {("is",)} and c.after == {"i"} and c.asks == ()  # "for" is followed by a name in none
+    assert c.slot("this is tom".split(), 2) and not c.slot("a tune up for tom".split(), 4)
+
+
+@given(st.sampled_from(COMMON), st.sampled_from(SLOTS))
+def test_a_common_name_in_a_name_slot_gets_a_stand_in(name: str, template: str) -> None:
+    assert zipf_frequency(name, "en") >= RARE_ZIPF  # the rare-word rule alone leaves it a word
+    assert _shipped(template.format(n=name)) == {name: "anna"}
+
+
+@pytest.mark.parametrize("raw", ["this is about my bike, can you book a tune up on friday",
+                                 "it's for a service on friday at 2 pm", "my name is not on the booking",
+                                 "can i book a tune up on friday at 2 pm it's for tom",  # "for" is no slot
+                                 "the parts here are late", "this is the shop on main street",
+                                 "i'm calling about my order", "it is under the bench"])
+def test_ordinary_words_after_the_cues_stay_words(raw: str) -> None:
+    assert _shipped(raw) == {}
+
+
+@given(st.sampled_from([w for w in top_n_list("en", 300) if w.isalpha()]), st.sampled_from(SLOTS))
+def test_a_function_word_is_never_taken(word: str, template: str) -> None:
+    assume(zipf_frequency(word, "en") >= FUNCTION_ZIPF)
+    assert word not in _shipped(template.format(n=word))
+
+
+def test_the_answer_to_the_name_question_is_a_name() -> None:
+    assert SHIPPED is not None and SHIPPED.cues.answers_ask("sure, a tune up on friday at 2 pm. what name should "
+                                                            "i put it under?")
+    assert _shipped("Put it down for Mitchell, please.", (True,)) == {"mitchell": "anna"}
+    assert _shipped("yeah tom thanks", (True,)) == {"tom": "anna"}
+    assert _shipped("yeah tom thanks") == {}  # the same words, not after the question
+
+
+@given(st.sampled_from([n for _, n in unseen_names()[::40]]), st.sampled_from(SLOTS + (
+    "can i book a tune up on friday at 2 pm for {n}", "good afternoon {n} wants a tune up")))
+def test_rare_names_are_taken_as_before(name: str, template: str) -> None:
+    assert SHIPPED is not None
+    turn = _turn(template.format(n=name))
+    assert (stand_ins([turn], SHIPPED.known, SHIPPED.names, SHIPPED.cues).by_word
+            == stand_ins([turn], SHIPPED.known, SHIPPED.names).by_word)
+
+
+@pytest.mark.parametrize("model", ["ar", "diffusion"])
+@pytest.mark.parametrize(("prompt", "want"), [
+    ("this is tom can you move my appointment to thursday at 1 30 pm",
+     {"intent": "reschedule", "slots": {"name": "tom", "day": "thursday", "time": "1 30 pm"}}),
+    ("please cancel my appointment on friday my name is daniel",
+     {"intent": "cancel", "slots": {"name": "daniel", "day": "friday"}}),
+])
+def test_the_shipped_engines_answer_a_common_name_verbatim(model: str, prompt: str, want: dict) -> None:
+    reply = open_engine(model).answer([{"role": "user", "content": prompt}])
+    assert score_reply(reply, parse_expect(want)).correct, reply
+    assert want["slots"]["name"] in reply and "anna" not in reply

@@ -1,7 +1,8 @@
 """The unseen-caller set is disjoint from every training source, and the training names are what they claim.
 
 Names: the set's come from faker locales no training name comes from and from a closed-syllable generator the
-training generator cannot write; none is a training name. Phrasings and fillers: no unseen prompt's template
+training generator cannot write; none is a training name (but the common-name class: common English first names,
+never a name of the shipped weights' corpus, some of them in the open-names corpus). Phrasings and fillers: no unseen prompt's template
 is a training utterance's, no filler a corpus filler or opener."""
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def test_the_file_is_what_the_builder_writes() -> None:
     rows = [json.loads(x) for x in unseen.FILE.read_text().splitlines()]
     assert rows == unseen.build()
     prompts = unseen_set()
-    assert len(prompts) == sum(unseen.COUNTS.values()) and all(p.tags for p in prompts)
+    assert len(prompts) == sum(unseen.COUNTS.values()) + sum(unseen.COMMON_COUNTS.values()) and all(p.tags for p in prompts)
     assert {p.expect.intent for p in prompts} == set(unseen.COUNTS) - {"book_name_followup"} | {"book"}
 
 
@@ -53,8 +54,27 @@ def test_names_are_disjoint_from_every_training_source(training_corpus: list[cor
     r = random.Random(0)
     assert all(open_syllable_shape(made_up_open(r)) for _ in range(500))
     assert not any(open_syllable_shape(made_up_cluster(r)) for _ in range(500))
-    used = {p["expect"]["slots"]["name"] for p in unseen.build() if "name" in p["expect"].get("slots", {})}
+    used = {p["expect"]["slots"]["name"] for p in unseen.build()
+            if "name" in p["expect"].get("slots", {}) and "name:common" not in p["tags"]}
     assert used <= names and len(used) > 150
+
+
+def test_the_common_name_class_is_common_english_names_after_the_rest() -> None:
+    from wordfreq import zipf_frequency
+
+    from engines.local.open_values import RARE_ZIPF
+    from engines.shop.names import corpus_words
+
+    rows = unseen.build()
+    common = [p for p in rows if "name:common" in p["tags"]]
+    assert len(common) == sum(unseen.COMMON_COUNTS.values()) and rows[-len(common):] == common
+    assert len(rows) - len(common) == sum(unseen.COUNTS.values())  # the rows before the class are unchanged
+    used = {p["expect"]["slots"]["name"] for p in common}
+    assert used <= set(unseen.COMMON_NAMES) and len(used) > 25
+    # common enough that the rare-word rule misses them, none a shop name or a word the corpus gives callers
+    assert all(zipf_frequency(n, "en") >= RARE_ZIPF for n in unseen.COMMON_NAMES)
+    assert not set(unseen.COMMON_NAMES) & (set(B.NAMES) | corpus_words())
+    assert {p["expect"]["intent"] for p in common} == set(unseen.COMMON_COUNTS)
 
 
 def test_training_names_are_plain_and_not_corpus_words() -> None:
@@ -82,7 +102,8 @@ def test_phrasings_and_fillers_are_not_the_corpus(training_corpus: list[corpus.E
         vals += [s for s in B.SERVICES if f" {s} " in f" {text} "]
         said.add(_skeleton(text, [v for v in vals if v]))
     # every unseen template, in the corpus form, with its slots as placeholders
-    templates = [t for ts in unseen.TEMPLATES.values() for t in ts] + list(unseen.FOLLOWUPS)
+    templates = [t for ts in unseen.COMMON_TEMPLATES.values() for t in ts] + list(unseen.COMMON_FOLLOWUPS)
+    templates += [t for ts in unseen.TEMPLATES.values() for t in ts] + list(unseen.FOLLOWUPS)
     for t in templates:
         sk = engine_text(t.format(N="X", D="X", T="X", S="X", O="X", P="X"))
         assert not [s for s in said if s == sk or s.endswith(" " + sk)], t

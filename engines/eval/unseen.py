@@ -5,7 +5,9 @@ combinations, but the corpus's names, phrasings and form. This set is built from
 the gap between "held out" and "unseen" stays visible:
 - **names** from engines/shop/names.py's unseen sources: first names of faker locales no training name comes
   from, and made-up names of a closed-syllable generator the training generator cannot write, both filtered
-  against every training name (`unseen_names.txt`);
+  against every training name (`unseen_names.txt`); and a class of its own, `name:common` (60 prompts after the
+  rest, own seed): first names common in English-speaking countries ("this is tom ...", "... my name is daniel"),
+  which the shipped weights never saw as names and a lower-case recogniser writes like any English word;
 - **phrasings and fillers** written here, none of them a template or filler of engines/shop/corpus.py or
   engines/shop/phrasing.py (tests/test_engines_unseen.py checks both);
 - **form**: half the prompts as Whisper writes (sentence case, punctuation, capitalised names and days,
@@ -86,6 +88,34 @@ FOLLOWUP_ASKS = ("I'd like {S} on {D} at {T}.", "Do you have {S} free on {D} at 
 COUNTS = {"book": 60, "reschedule": 60, "cancel": 50, "book_name_followup": 40, "order_status": 50,
           "readback_phone": 30, "hours": 20}
 
+# The common-name class: first names common in English-speaking countries (Zipf >= open_values.RARE_ZIPF in
+# wordfreq's English list, so the rare-word rule does not catch them in lower case). Not disjoint from every
+# training source like the names above: faker's English locales feed the open-names corpus (`names_train.txt`)
+# and most of these are in the extra-word pool (engines/shop/extra_words.py), so the shipped weights met them as
+# added words, never as a caller's name; none is one of the shop's 40. A list is fine here, for evaluation only.
+COMMON_NAMES = (
+    "tom", "daniel", "oliver", "clara", "emily", "sarah", "james", "liam", "chloe", "olivia",  # UK, US, IE, AU
+    "michael", "jennifer", "jessica", "ashley", "tyler", "madison", "brian", "jason", "megan",  # US
+    "harry", "charlie", "sophie", "lucy", "amelia", "oscar", "thomas",  # UK
+    "sean", "patrick", "claire", "kate",  # Ireland
+    "mitchell", "brooke", "josh", "luke",  # Australia, New Zealand
+    "ryan", "emma", "noah", "dylan", "nathan", "rachel", "amy", "matthew", "andrew", "lauren", "molly",  # Canada
+)
+COMMON_SEED = 4242
+# the set's own phrasings again, and the self-introductions callers use most ("this is NAME", "my name is NAME",
+# booking "under NAME"), none a corpus template (tests/test_engines_unseen.py checks it)
+COMMON_TEMPLATES: dict[str, tuple[str, ...]] = {
+    "book": TEMPLATES["book"] + ("This is {N}, could you book me {S} on {D} at {T}?",
+                                 "I'd like {S} on {D} at {T}, my name is {N}.",
+                                 "Can I get {S} on {D} at {T}? Put it under {N}."),
+    "reschedule": TEMPLATES["reschedule"] + ("Hi, this is {N}. Could you change my appointment to {D} at {T}?",
+                                             "Could you change my appointment to {D} at {T}? My name is {N}."),
+    "cancel": TEMPLATES["cancel"] + ("This is {N}, please cancel my {D} booking.",
+                                     "I have to cancel my appointment on {D}, my name is {N}."),
+}
+COMMON_FOLLOWUPS = FOLLOWUPS + ("Yes, my name is {N}.",)
+COMMON_COUNTS = {"book": 16, "reschedule": 16, "cancel": 14, "book_name_followup": 14}
+
 _UNITS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 _TEENS = {10: "ten", 11: "eleven", 12: "twelve"}
 _THIRTY = "thirty"
@@ -140,12 +170,23 @@ def _names(r: random.Random) -> Callable[[], tuple[str, str]]:
     return lambda: ("faker", r.choice(faker)) if r.random() < 2 / 3 else ("made_up", r.choice(made))
 
 
+def _common_names(r: random.Random) -> Callable[[], tuple[str, str]]:
+    return lambda: ("common", r.choice(COMMON_NAMES))
+
+
 def build(seed: int = SEED) -> list[dict[str, Any]]:
-    """The set's prompts as `--prompts` lines: prompt, expect, history (earlier turns), tags."""
+    """The set's prompts as `--prompts` lines: prompt, expect, history (earlier turns), tags. The common-name
+    class comes after the rest, from its own seed, so the rows before it stay as they were."""
     r = random.Random(seed)
-    name = _names(r)
+    rows = _rows(r, COUNTS, _names(r), TEMPLATES)
+    rc = random.Random(COMMON_SEED)
+    return rows + _rows(rc, COMMON_COUNTS, _common_names(rc), COMMON_TEMPLATES, COMMON_FOLLOWUPS)
+
+
+def _rows(r: random.Random, counts: dict[str, int], name: Callable[[], tuple[str, str]],
+          templates: dict[str, tuple[str, ...]], followups: tuple[str, ...] = FOLLOWUPS) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for intent, count in COUNTS.items():
+    for intent, count in counts.items():
         for i in range(count):
             style = "whisper" if i % 2 == 0 else "lower"
             day = r.choice(B.DAYS[:6])
@@ -168,10 +209,10 @@ def build(seed: int = SEED) -> list[dict[str, Any]]:
                 history = [{"role": "user", "content": ask if style == "whisper" else _lower(ask)},
                            {"role": "assistant", "content": corpus.render("book_ask_name", service=service, day=day,
                                                                           time=time)}]
-                text = r.choice(FOLLOWUPS).format(**slots_text)
+                text = r.choice(followups).format(**slots_text)
                 fill = ""
             else:
-                text = r.choice(TEMPLATES[intent]).format(**slots_text)
+                text = r.choice(templates[intent]).format(**slots_text)
                 if fill.endswith(", ") and not text.startswith(("I ", "I'", slots_text["N"])):
                     text = text[0].lower() + text[1:]  # "Sorry, can I ..." as Whisper writes it
                 text = fill + text

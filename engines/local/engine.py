@@ -150,8 +150,12 @@ class Engine:
             messages = [{**m, "content": engine_text(m["content"])} if m.get("role") == "user" else m
                         for m in messages]
             if self.vocabulary is not None:
+                v = self.vocabulary
+                asked = [m.get("role") == "user" and i > 0 and messages[i - 1].get("role") == "assistant"
+                         and v.cues.answers_ask(messages[i - 1]["content"]) for i, m in enumerate(messages)]
                 subs = stand_ins(list(zip(raw, [m["content"] for m in messages if m.get("role") == "user"],
-                                          strict=True)), self.vocabulary.known, self.vocabulary.names)
+                                          strict=True)), v.known, v.names, v.cues,
+                                 [a for a, m in zip(asked, messages, strict=True) if m.get("role") == "user"])
             messages = [{**m, "content": subs.replace(m["content"])} for m in messages]
         prompt = self.ckpt.tokenizer.encode_chat(messages)
         limit = self.ckpt.model.config.max_sequence_length
@@ -173,7 +177,7 @@ class Engine:
             spaced, after_eq = tok.encode(" " + n).ids, tok.encode("=" + n).ids
             if len(spaced) == 1 and len(after_eq) == 2:
                 self._name_tokens[n] = (spaced[0], after_eq[1])
-        return Vocabulary(v.known, tuple(self._name_tokens))
+        return Vocabulary(v.known, tuple(self._name_tokens), v.cues)
 
     def _shown(self, subs: StandIns) -> dict[int, str]:
         """The stand-ins' tokens (after a space, after "=") shown as the caller's words."""

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 
 from engines.local.checkpoint import load, save
 from engines.local.model import LLaDAModel, ModelConfig
-from engines.local.open_values import Vocabulary
+from engines.local.open_values import Vocabulary, learn_cues
 from engines.local.tokenizer import ChatTokenizer, train_tiny
 from engines.shop import business, corpus, names
 
@@ -198,9 +198,12 @@ def train(cfg: TrainConfig, out: Path, from_ar: Path | None = None) -> dict:
 
 
 def shop_vocabulary() -> Vocabulary:
-    """The words the shop's corpus puts in callers' mouths and the 40 names every training copies exactly
-    (engines/local/open_values.py): written beside each model this script saves."""
-    return Vocabulary(frozenset(w for w in names.corpus_words() if w.isalpha()), tuple(business.NAMES))
+    """The words the shop's corpus puts in callers' mouths, the 40 names every training copies exactly and
+    where the corpus puts them (engines/local/open_values.py): written beside each model this script saves."""
+    r = random.Random(99)  # clean chats of every in-domain kind, drawn like names.corpus_words draws them
+    chats = [corpus.draw(r.choice(corpus.IN_DOMAIN), r, noise=False).messages for _ in range(6000)]
+    return Vocabulary(frozenset(w for w in names.corpus_words() if w.isalpha()), tuple(business.NAMES),
+                      learn_cues(chats, business.NAMES))
 
 
 def _save(model: LLaDAModel, tok: ChatTokenizer, folder: Path, extra_config: dict) -> None:
