@@ -56,3 +56,14 @@ def test_the_terminal_verdicts_say_synthetic_only_on_a_disagreement() -> None:
     line = cal.stt_verdict(doc["summary"])  # type: ignore[arg-type]
     assert line is not None and "synthetic-only" in line
     assert cal.stt_verdict([r for r in doc["summary"] if r["suite"] == "human"]) is None  # type: ignore[union-attr]
+
+
+def test_the_paired_difference_is_zero_for_equal_readings_and_signed_for_worse_ones() -> None:
+    rows = [{"system": sys_, "suite": "human", "fixture": f"u{i}", "turn": 0, "errors": e, "reference_words": 10}
+            for i in range(30) for sys_, e in (("d", i % 3), ("same", i % 3), ("worse", i % 3 + 2))]
+    same = cal.paired_difference(rows, "same", "d")
+    assert same == (0.0, 0.0, 0.0)
+    worse = cal.paired_difference(rows, "worse", "d")
+    assert worse is not None and worse[0] == 0.2 and 0 < worse[1] <= worse[0] <= worse[2]
+    assert cal.paired_difference(rows, "absent", "d") is None
+    assert cal.paired_difference(rows, "worse", "d") == worse  # seeded: the page is reproducible

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,6 +35,7 @@ SYNTHETIC_STT, HUMAN_STT = "synthetic", "human"
 SYNTHETIC_TURNS, HUMAN_TURNS = "generated", "human"
 HUMAN_READ_TURNS = "human-read"  # read speech: no hesitation to hear, shown beside conversation, not ranked
 RATE = "5%"  # the false cut-off rate the turn rankings are read at (eot-bench's operating point)
+RESAMPLES, SEED = 2000, 0  # the paired bootstrap of the recognisers' difference from the default
 
 
 def _pct(x: float | None) -> str:
@@ -118,7 +120,41 @@ def stt_section(doc: dict[str, Any]) -> list[str]:
                    f"speech ({_pct(by[(default, HUMAN_STT)]['wer_corpus'])}; best "
                    f"`{hum[0]}` {_pct(by[(hum[0], HUMAN_STT)]['wer_corpus'])}).")
         out.append("")
+        pairs = [(s, paired_difference(doc.get("rows", []), s, default)) for s in hum if s != default]
+        if any(d is not None for _, d in pairs):
+            out += [f"Each recogniser against the default on the same human utterances (WER points, paired "
+                    f"bootstrap over utterances, {RESAMPLES} resamples, seed {SEED}; an interval that holds 0 is no "
+                    "detectable difference):", "",
+                    "| recogniser | minus the default [95 %] |", "|---|---|"]
+            out += [f"| `{s}` | {_pp(d[0])} [{_pp(d[1])}, {_pp(d[2])}] |" for s, d in pairs if d is not None]
+            out.append("")
     return out
+
+
+def paired_difference(rows: Sequence[dict[str, Any]], system: str, default: str, suite: str = HUMAN_STT,
+                      resamples: int = RESAMPLES, seed: int = SEED) -> tuple[float, float, float] | None:
+    """`system`'s corpus WER minus `default`'s on the utterances both read in `suite` (the bench's per-utterance
+    rows), with a 95 % interval from a paired bootstrap over those utterances; None without shared utterances."""
+    def counts(name: str) -> dict[tuple[str, int], tuple[int, int]]:
+        return {(r["fixture"], r["turn"]): (r["errors"], r["reference_words"]) for r in rows
+                if r["system"] == name and r["suite"] == suite}
+
+    a, b = counts(system), counts(default)
+    keys = sorted(a.keys() & b.keys())
+    if not keys:
+        return None
+
+    def diff(sample: Sequence[tuple[str, int]]) -> float:
+        ref = sum(b[k][1] for k in sample) or 1
+        return (sum(a[k][0] for k in sample) - sum(b[k][0] for k in sample)) / ref
+
+    rng = random.Random(seed)
+    boot = sorted(diff([rng.choice(keys) for _ in keys]) for _ in range(resamples))
+    return diff(keys), boot[int(0.025 * resamples)], boot[int(0.975 * resamples) - 1]
+
+
+def _pp(x: float) -> str:
+    return f"{100 * x:+.1f}"
 
 
 def _turn_figure(entry: dict[str, Any], group: str) -> tuple[float | None, list[float] | None, dict[str, Any]]:
