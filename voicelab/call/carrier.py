@@ -40,6 +40,7 @@ from voicelab.measure.calllog import CallerUtterance, CallLog
 from voicelab.measure.events import EventKind, EventWriter
 from voicelab.measure.playout import AudibleTracker
 from voicelab.measure.recording import CallRecorder
+from voicelab.pcm import to_int16
 
 K = EventKind
 _NS = 1_000_000_000
@@ -123,7 +124,7 @@ class _Call:
         self.tracker = AudibleTracker(LINE_RATE)
         hexid = uuid.uuid4().hex
         self.ids = protocol.StreamIds(stream_sid=f"MZ{hexid}", call_sid=f"CA{uuid.uuid4().hex}")
-        self.clips = [mulaw.float_to_int16(t.audio) for t in fixture.turns]
+        self.clips = [to_int16(t.audio) for t in fixture.turns]
         self.playing: list[tuple[int, np.ndarray]] = []  # (start sample, int16 clip)
         self.said: list[Said] = []
         self.echo: list[str] = []  # marks to echo on the next tick

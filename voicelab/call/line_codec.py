@@ -17,6 +17,7 @@ import soxr
 
 from voicelab.call import mulaw
 from voicelab.fixtures.format import Fixture
+from voicelab.pcm import from_int16, to_int16
 from voicelab.pipeline.config import LINES
 
 
@@ -26,7 +27,7 @@ def through_line(audio: np.ndarray, sample_rate: int) -> np.ndarray:
     if x.size == 0:
         return x
     narrow = soxr.resample(x, sample_rate, mulaw.LINE_RATE) if sample_rate != mulaw.LINE_RATE else x
-    heard = mulaw.decode(mulaw.encode(mulaw.float_to_int16(narrow))).astype(np.float32) / 32768.0
+    heard = from_int16(mulaw.decode(mulaw.encode(to_int16(narrow))))
     back = soxr.resample(heard, mulaw.LINE_RATE, sample_rate) if sample_rate != mulaw.LINE_RATE else heard
     out = np.zeros(x.size, dtype=np.float32)  # resampling may be a sample off: keep the clip's timing exact
     n = min(out.size, back.size)

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from voicelab.pcm import to_int16
-
 LINE_RATE = 8000  # Hz, the telephone media stream's rate
 _BIAS = 0x84
 _CLIP14 = 8159  # 32635 >> 2
@@ -47,8 +45,3 @@ def encode(pcm: np.ndarray) -> bytes:
 def decode(data: bytes) -> np.ndarray:
     """µ-law bytes to int16 samples."""
     return _DECODE[np.frombuffer(data, dtype=np.uint8)]
-
-
-def float_to_int16(audio: np.ndarray) -> np.ndarray:
-    """Float samples in [-1, 1] to int16 (clipped), as every transport sends them (`voicelab.pcm`)."""
-    return to_int16(audio)

@@ -195,7 +195,9 @@ def write(src: Path, out: Path = BARGE_DIR) -> tuple[dict[str, int], list[Manife
     entries, rows, skipped = [], [], []
     for c, path in cuts:
         try:
-            clip, entry = render(c, cache.setdefault(path, read_mono(path, BargeSetError)))
+            if path not in cache:  # a source holds several cuts: read it once
+                cache[path] = read_mono(path, BargeSetError)
+            clip, entry = render(c, cache[path])
         except LabelError:
             skipped.append(c.id)
             continue
