@@ -108,7 +108,14 @@ async def test_revised_speculation_is_never_heard_and_unchanged_chunks_play_held
     # the chunk path still ran for each (tts_request / first audio rows), with no synthesis wait
     assert sum(1 for e in ev if e.kind == K.TTS_FIRST_AUDIO) == len(commits)
     row = turn_table(ev + [_caller(0, 0), _caller(0, 1)])[0]
-    assert row["spec_hits"] == len(commits) and row["spec_drops"] >= 1 and row["tts_ms_saved"] > 0
+    assert row["spec_hits"] == len(commits) and row["spec_drops"] >= 1
+    # the synthesis already run when each chunk was requested: its whole time when it was done by then, else its
+    # time less the wait. On a loaded machine a speculative job can still queue behind others on the single TTS
+    # worker when its chunk commits (then it saved nothing), so the figure is checked against its parts, not > 0
+    for h in hits:
+        assert h["tts_ms_saved"] >= 0 and h["wait_ms"] >= 0
+        assert abs(h["tts_ms_saved"] - max(0.0, h["synth_ms"] - h["wait_ms"])) <= 0.2, h  # 0: it began later
+    assert abs(row["tts_ms_saved"] - sum(h["tts_ms_saved"] for h in hits)) <= 0.5
     summary = summarize(ev + [_caller(0, 0), _caller(0, 1)], {"run_id": "r"})
     assert summary["speculative"]["hits"] == len(commits) and summary["speculative"]["tts_ms_saved"] > 0
     assert summary["revisions"]["audible"] == 0
