@@ -42,10 +42,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from voicelab.fixtures import discover, load_fixture  # noqa: E402
-from voicelab.speech.bench import SttRow, Utterance  # noqa: E402
+from voicelab.pcm import SAMPLE_RATE  # noqa: E402
+from voicelab.speech.bench import SttRow, TranscribedClip  # noqa: E402
 from voicelab.speech.text import recognizer_text  # noqa: E402
 from voicelab.speech.wer import word_errors  # noqa: E402
-from voicelab.speech.whisper import SAMPLE_RATE, WhisperRecognizer  # noqa: E402
+from voicelab.speech.whisper import WhisperRecognizer  # noqa: E402
 
 REAL_CALLS = sorted((ROOT / "audio_fixtures").glob("hr_*"))  # the real human recordings (REAL_CALLS.md)
 
@@ -55,12 +56,12 @@ class Row(SttRow):
     final_ms: float | None = None  # pocketsphinx: the end_utt pass alone
 
 
-def utterances() -> list[Utterance]:
-    out: list[Utterance] = []
+def utterances() -> list[TranscribedClip]:
+    out: list[TranscribedClip] = []
     for suite, roots in (("bundled", [ROOT / "audio_fixtures"]), ("real", REAL_CALLS)):
         for path in discover(roots):
             fx = load_fixture(path, sample_rate=SAMPLE_RATE)
-            out.extend(Utterance(suite, fx.name, t.index, t.text, t.audio) for t in fx.turns)
+            out.extend(TranscribedClip(suite, fx.name, t.index, t.text, t.audio) for t in fx.turns)
     return out
 
 

@@ -28,10 +28,11 @@ from engines.shop.corpus import generate  # noqa: E402
 from voicelab.fixtures import build as B  # noqa: E402
 from voicelab.fixtures import suite as S  # noqa: E402
 from voicelab.fixtures.spec import Line, Spec, Voice  # noqa: E402
+from voicelab.pcm import SAMPLE_RATE  # noqa: E402
 from voicelab.speech.caller_lm import CallerLM  # noqa: E402
 from voicelab.speech.text import recognizer_text  # noqa: E402
 from voicelab.speech.wer import word_errors  # noqa: E402
-from voicelab.speech.whisper import SAMPLE_RATE, WhisperRecognizer  # noqa: E402
+from voicelab.speech.whisper import WhisperRecognizer  # noqa: E402
 
 VOICES = (Voice("espeak", "en-us+m2", wpm=165), Voice("espeak", "en-gb+f3", wpm=170),
           Voice("espeak", "en-us+m4", wpm=185), Voice("espeak", "en-gb-x-rp+f2", wpm=155))

@@ -26,9 +26,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from stt_compare import utterances  # noqa: E402
 
+from voicelab.pcm import SAMPLE_RATE  # noqa: E402
 from voicelab.speech.streaming import StreamingWhisper  # noqa: E402
 from voicelab.speech.wer import word_errors  # noqa: E402
-from voicelab.speech.whisper import SAMPLE_RATE, WhisperRecognizer  # noqa: E402
+from voicelab.speech.whisper import WhisperRecognizer  # noqa: E402
 
 
 def main() -> None:

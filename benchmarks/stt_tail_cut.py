@@ -23,8 +23,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from voicelab.fixtures.format import load_fixture, select  # noqa: E402
+from voicelab.pcm import SAMPLE_RATE  # noqa: E402
 from voicelab.speech.wer import comparable_words, word_errors  # noqa: E402
-from voicelab.speech.whisper import SAMPLE_RATE, WhisperRecognizer  # noqa: E402
+from voicelab.speech.whisper import WhisperRecognizer  # noqa: E402
 
 PREROLL_S = 0.7  # the Whisper service's pre-roll before the speech
 

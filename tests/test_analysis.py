@@ -35,7 +35,7 @@ def test_files_follow_the_documented_schema(run: Path) -> None:
 
 
 def test_schema_covers_every_turn_table_column(run: Path) -> None:
-    """If the metrics grow a column, the documented schema must grow too (else it lands untyped)."""
+    """If the figures grow a column, the documented schema must grow too (else it lands untyped)."""
     cols = set(turn_table(read_events(run / "events.jsonl"))[0])
     assert cols <= {c.name for c in SCHEMA["turns"]}
 

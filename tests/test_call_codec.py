@@ -9,8 +9,9 @@ import warnings
 import numpy as np
 import pytest
 
-from voicelab.call import mulaw, protocol
+from voicelab.call import protocol
 from voicelab.call.pacing import FRAME_SAMPLES, ArrivalJitter, FrameClock, split_frames
+from voicelab.pipeline.transport import mulaw
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", DeprecationWarning)

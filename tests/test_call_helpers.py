@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from websockets.asyncio.server import ServerConnection, serve
 
-from voicelab.call import mulaw
+from voicelab.pipeline.transport import mulaw
 
 Handler = Callable[[ServerConnection], Awaitable[None]]
 

@@ -65,8 +65,9 @@ def test_renamed_options_point_at_options_that_exist() -> None:
 
 def test_turn_silences_are_milliseconds() -> None:
     from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
+    from voicelab.rules.turn_kinds import TurnSpec
 
-    assert PipelineConfig(turn="timeout:600").turn_timeout() == ("timeout", 0.6)
-    assert PipelineConfig(turn="smart:1500").turn_timeout() == ("smart", 1.5)
+    assert PipelineConfig(turn="timeout:600").turn_spec() == TurnSpec("timeout", 0.6)
+    assert PipelineConfig(turn="smart:1500").turn_spec() == TurnSpec("smart", 1.5)
     with pytest.raises(PipelineConfigError, match="milliseconds"):
         PipelineConfig(turn="timeout:0.6")

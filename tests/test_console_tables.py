@@ -10,12 +10,9 @@ import pytest
 from rich.console import Console
 
 from voicelab.measure.events import read_events
+from voicelab.measure.figures import Column, Flag, Part, Wide, views
 from voicelab.measure.metrics import turn_table
 from voicelab.runs.console import (
-    BREAKDOWN,
-    ENDPOINTING,
-    FLAGS,
-    WIDE_TURN_COLUMNS,
     _f,
     breakdown_cell,
     flags_cell,
@@ -46,9 +43,9 @@ def test_narrow_turn_tables_fit_and_keep_every_figure(rows: list[dict], width: i
     for r in rows:
         assert f"call {r['call_id']}" in text
         cell = breakdown_cell(r)
-        for label, key in (*BREAKDOWN, *ENDPOINTING):
-            if r.get(key) is not None:
-                assert f"{label} {_f(r[key])}" in cell
+        for f, part in views(Part):
+            if r.get(f.name) is not None:
+                assert f"{part.label} {_f(r[f.name])}" in cell
         joined = " ".join(text.split())  # folded cells: compare without line breaks
         for figure in (r.get("far_ms"), r.get("stop_latency_ms")):
             if figure is not None:
@@ -66,9 +63,8 @@ def test_flags_name_each_defect_present_and_nothing_for_a_clean_turn() -> None:
 
 
 def test_every_wide_column_has_a_home_in_the_narrow_table() -> None:
-    narrow_keys = {"call_id", "turn", "expect", "far_ms", "stop_latency_ms", "answer_correct"}
-    narrow_keys |= {k for _, k in BREAKDOWN} | {k for _, k, _ in FLAGS}
-    assert {k for _, k in WIDE_TURN_COLUMNS} <= narrow_keys
+    narrow_keys = {"call_id"} | {f.name for view in (Column, Part, Flag) for f, _ in views(view)}
+    assert {f.name for f, _ in views(Wide)} <= narrow_keys
 
 
 @pytest.mark.parametrize("width", [80, 100])

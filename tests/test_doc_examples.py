@@ -539,7 +539,8 @@ from voicelab.measure.calllog import CallLog
 from voicelab.measure.recording import Track
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.runs.folder import RunFolder
-from voicelab.web.recording import LiveRecording, MicRecorder
+from voicelab.pipeline.transport.mic_recorder import MicRecorder
+from voicelab.web.recording import LiveRecording
 x, sr = sf.read(sys.argv[1], dtype="int16")  # left: caller, right: bot
 rec = LiveRecording(RunFolder.create(Path(sys.argv[2])), PipelineConfig(engine="diffusion"), "pc1")
 log = CallLog("pc1", writer=rec.writer)

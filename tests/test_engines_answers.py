@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engines.shop import corpus
-from engines.shop.answers import score_reply, tool_call, tool_call_supported, tool_span_confidence
+from engines.shop.answers import score_reply, tool_call_supported, tool_span, tool_span_confidence
 from engines.snapshot import Snapshot
 
 CANCEL = "[cancel(name=ben, day=monday)] okay ben, your appointment on monday is cancelled."
@@ -83,10 +83,10 @@ def test_bad_expectations_raise_one_line_errors() -> None:
             score_reply("x", bad)
 
 
-def test_tool_call_parsing() -> None:
-    assert tool_call(CANCEL).args == {"name": "ben", "day": "monday"}
-    assert tool_call("[cancel(name=maria, day== pm)] ok").well_formed is False
-    assert tool_call("hello") is None
+def test_tool_span_parsing() -> None:
+    assert tool_span(CANCEL).args == {"name": "ben", "day": "monday"}
+    assert tool_span("[cancel(name=maria, day== pm)] ok").well_formed is False
+    assert tool_span("hello") is None
 
 
 def test_tool_calls_need_the_callers_words() -> None:

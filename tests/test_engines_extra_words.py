@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from engines.shop import corpus
 from engines.shop import extra_words as EW
-from engines.shop.names import corpus_words
+from engines.shop.corpus import corpus_words
 
 
 def test_the_file_is_what_the_builder_writes() -> None:

@@ -20,6 +20,7 @@ from engines.hosted.mercury import MercuryEngine, looks_like_replacement
 from engines.hosted.openai_stream import OpenAIStreamEngine
 from engines.protocol import EngineLike, GenerationLike
 from engines.simulated.mock_server import _ToolSplitter
+from engines.tool_span import parse_span
 
 BOOK = [{"role": "user", "content": "can i book a tune up on friday at 10 am my name is anna"}]
 HOURS = [{"role": "user", "content": "what time do you open on monday"}]
@@ -41,11 +42,9 @@ def mock():
 
 
 def test_render_tool_span_round_trips_through_the_gate_syntax() -> None:
-    from voicelab.gate import parse_tool_span
-
     span = render_tool_span("book", '{"day": "friday", "time": "10 am", "note": "a, b [x]"}')
-    assert parse_tool_span(span) == ("book", {"day": "friday", "time": "10 am", "note": "a, b (x)"})
-    assert parse_tool_span(render_tool_span("f", "not json")) == ("f", {"arguments": "not json"})
+    assert parse_span(span) == ("book", {"day": "friday", "time": "10 am", "note": "a, b (x)"})
+    assert parse_span(render_tool_span("f", "not json")) == ("f", {"arguments": "not json"})
 
 
 def test_assembler_joins_tool_fragments_by_index_and_reads_usage() -> None:

@@ -63,7 +63,7 @@ def test_the_common_name_class_is_common_english_names_after_the_rest() -> None:
     from wordfreq import zipf_frequency
 
     from engines.local.open_values import RARE_ZIPF
-    from engines.shop.names import corpus_words
+    from engines.shop.corpus import corpus_words
 
     rows = unseen.build()
     common = [p for p in rows if "name:common" in p["tags"]]

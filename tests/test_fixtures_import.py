@@ -38,7 +38,8 @@ from voicelab.fixtures.start_rules import AGENT_GAP_S, LEAD_S, CallerTurnIn, is_
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.recording import Track
 from voicelab.pipeline.config import PipelineConfig
-from voicelab.web.recording import LiveRecording, MicRecorder
+from voicelab.pipeline.transport.mic_recorder import MicRecorder
+from voicelab.web.recording import LiveRecording
 
 SR = 16000
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,7 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engines.snapshot import Snapshot
-from voicelab.gate import Chunk, Gate, GateConfigError, GatePolicy, ShaperParams, parse_tool_span
+from engines.tool_span import parse_span
+from voicelab.gate import Chunk, Gate, GateConfigError, GatePolicy, ShaperParams
 from voicelab.measure.metrics import RevisionTracker, spoken_words
 
 MASK = -1
@@ -492,7 +493,7 @@ def test_malformed_and_unclosed_tool_spans_are_dropped() -> None:
     ("[9book()]", None),
 ])
 def test_parse_tool_span(raw: str, expected: tuple | None) -> None:
-    assert parse_tool_span(raw) == expected
+    assert parse_span(raw) == expected
 
 
 def test_block_policy_waits_for_finished_blocks() -> None:

@@ -23,7 +23,7 @@ MAX_BODY_LINES = 80
 LAYOUT_DOC = ROOT / "docs" / "architecture.md"
 
 CONTRACT = {"engines", "engines.protocol", "engines.snapshot", "engines.errors", "engines.text_canvas",
-            "engines.trace"}
+            "engines.trace", "engines.tool_span"}
 # engines group -> the groups it may import (itself always)
 ENGINE_RULES = {
     "contract": {"contract"},

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from voicelab.call.line_codec import on_line, through_line
 from voicelab.fixtures import load_fixture
 from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
+from voicelab.pipeline.transport.line_codec import on_line, through_line
 
 FIXTURES = Path(__file__).resolve().parents[1] / "audio_fixtures"
 

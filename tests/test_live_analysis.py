@@ -12,7 +12,7 @@ from tests.test_notebooks import execute, outputs
 from voicelab.analysis import load_run
 from voicelab.analysis.report import build_report
 from voicelab.measure.truth import analyze_run
-from voicelab.runs.sweep import RUNNERS, SweepGrid, run_sweep
+from voicelab.runs.sweep import RUNNERS, SweepMatrix, run_sweep
 
 pytestmark = pytest.mark.slow
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def sweep_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("live") / "sweep"
-    grid = SweepGrid(policies=("pinned", "final"), fixtures=("single_question",))
+    grid = SweepMatrix(policies=("pinned", "final"), fixtures=("single_question",))
     run_sweep(grid, out, RUNNERS["pipeline"], echo=lambda _: None)
     return out
 

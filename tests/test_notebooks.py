@@ -9,7 +9,7 @@ import nbformat
 from nbclient import NotebookClient
 
 from voicelab.runs import synthetic
-from voicelab.runs.sweep import RUNNERS, SweepGrid, run_sweep
+from voicelab.runs.sweep import RUNNERS, SweepMatrix, run_sweep
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
@@ -50,7 +50,7 @@ def test_latency_report_notebook(tmp_path: Path) -> None:
 
 
 def test_policy_sweep_notebook(tmp_path: Path) -> None:
-    grid = SweepGrid(policies=("prefix", "final"), samplers=("low_confidence", "revising"), fixtures=("default",))
+    grid = SweepMatrix(policies=("prefix", "final"), samplers=("low_confidence", "revising"), fixtures=("default",))
     run_sweep(grid, tmp_path / "sweep", RUNNERS["synthetic"], echo=lambda _: None)
     nb = execute("policy_sweep.ipynb", {"VOICELAB_SWEEP": str(tmp_path / "sweep")}, tmp_path)
     outs = outputs(nb)

@@ -21,6 +21,7 @@ from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
 from voicelab.pipeline.frames import ChunkTextFrame
 from voicelab.pipeline.processors.gate_processor import GateProcessor
 from voicelab.pipeline.services.llm_service import EngineLLMService, chat_messages
+from voicelab.rules.turn_kinds import TurnSpec
 
 ANSWER = "on friday we are open from 9 am to 8 pm. can i help with anything else?"
 
@@ -186,11 +187,11 @@ def test_bad_config_names_the_field(field: str, value: Any) -> None:
 
 def test_config_options() -> None:
     cfg = PipelineConfig(engine="ar", sampler="autoregressive", policy="prefix", barge_in="vad", turn="timeout:600")
-    assert cfg.barge_in_words() is None and cfg.turn_timeout() == ("timeout", 0.6)
+    assert cfg.barge_in_words() is None and cfg.turn_spec() == TurnSpec("timeout", 0.6)
     assert cfg.slug() == "ar-autoregressive-prefix"
     assert PipelineConfig(barge_in="words:3").barge_in_words() == 3
-    assert PipelineConfig().turn_timeout() == ("decide", 0.0)
-    assert PipelineConfig(turn="smart").turn_timeout() == ("smart", 2.0)
+    assert PipelineConfig().turn_spec() == TurnSpec("decide")
+    assert PipelineConfig(turn="smart").turn_spec() == TurnSpec("smart", 2.0)
     with pytest.raises(PipelineConfigError):
         PipelineConfig(sample_rate=8000)
 

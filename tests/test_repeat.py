@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from voicelab.pipeline.config import PipelineConfigError
-from voicelab.runs.grid import CellSpec, SweepError, SweepGrid
+from voicelab.runs.matrix import CellSpec, SweepError, SweepMatrix
 from voicelab.runs.plan import call_ids
 from voicelab.runs.run import as_config
 from voicelab.runs.sweep import RUNNERS, run_sweep
@@ -35,11 +35,11 @@ def test_repeat_is_not_a_pipeline_setting() -> None:
     assert as_config(cell.config()).policy == "pinned"
     assert "repeat" not in CellSpec("diffusion", None, "pinned").config()  # old sweeps keep their cell ids
     with pytest.raises(SweepError, match="--repeat 0"):
-        SweepGrid(repeat=0)
+        SweepMatrix(repeat=0)
 
 
 def test_sweep_pools_repetitions_into_one_run_folder(tmp_path: Path) -> None:
-    grid = SweepGrid(policies=("prefix",), fixtures=("plain",), repeat=3)
+    grid = SweepMatrix(policies=("prefix",), fixtures=("plain",), repeat=3)
     res = run_sweep(grid, tmp_path, RUNNERS["synthetic"], echo=lambda _: None)
     (run,) = res.runs.values()
     summary = json.loads((run / "summary.json").read_text())

@@ -12,7 +12,7 @@ from voicelab.fixtures.format import FIXTURES_ROOT, load_fixture
 from voicelab.measure.calllog import CallLog
 from voicelab.pipeline.assembly import stt_service
 from voicelab.pipeline.config import STT_CHOICES, PipelineConfig
-from voicelab.pipeline.services.stt_whisper import SharedRecognizer, StreamingWhisperSTT, load_recognizer
+from voicelab.pipeline.services.stt_whisper import SharedRecognizer, StreamedPassesSTT, load_recognizer
 from voicelab.speech.moonshine import (
     BOS,
     EOS,
@@ -75,7 +75,7 @@ def test_the_pipeline_streams_moonshine_like_whisper() -> None:
     cfg = PipelineConfig(stt="moonshine")
     log = CallLog("c")
     service = stt_service(cfg, log, recognizer=shared)
-    assert isinstance(service, StreamingWhisperSTT) and service._stream is not None
+    assert isinstance(service, StreamedPassesSTT) and service._stream is not None
     # a recognizer loaded for another --stt is not reused
     other = SharedRecognizer(shared._rec, kind="whisper")
     assert stt_service(cfg, log, recognizer=other)._stream._rec.kind == "moonshine"  # type: ignore[attr-defined]

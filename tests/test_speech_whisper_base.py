@@ -95,7 +95,7 @@ def test_the_pipeline_streams_whisper_base_with_the_callers_model(tmp_path: Path
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from voicelab.measure.calllog import CallLog
     from voicelab.pipeline.assembly import stt_service
-    from voicelab.pipeline.services.stt_whisper import StreamingWhisperSTT, load_recognizer
+    from voicelab.pipeline.services.stt_whisper import StreamedPassesSTT, load_recognizer
 
     monkeypatch.setenv("VOICELAB_CACHE", str(tmp_path))  # the model folder is assembled here, not in the home
     cfg = PipelineConfig(stt="whisper-base")  # with the default stt_lm: the callers' language model re-ranks it
@@ -103,4 +103,4 @@ def test_the_pipeline_streams_whisper_base_with_the_callers_model(tmp_path: Path
     assert shared.kind == "whisper-base" and shared.name == "whisper-base"
     assert shared._rec.lm is not None  # type: ignore[union-attr]
     service = stt_service(cfg, CallLog("c"), recognizer=shared)
-    assert isinstance(service, StreamingWhisperSTT) and service._stream is not None
+    assert isinstance(service, StreamedPassesSTT) and service._stream is not None

@@ -18,11 +18,8 @@ from pipecat.tests.utils import SleepFrame, run_test
 
 from voicelab.fixtures.format import FIXTURES_ROOT, load_fixture
 from voicelab.measure.calllog import CallerUtterance, CallLog
-from voicelab.pipeline.services.stt_pocketsphinx import (
-    PocketsphinxSTTService,
-    TranscriptSTTService,
-    new_decoder,
-)
+from voicelab.pipeline.services.stt_pocketsphinx import PocketsphinxSTTService, new_decoder
+from voicelab.pipeline.services.stt_transcript import TranscriptSTTService
 
 SR = 16000
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from pipecat.frames.frames import Frame, InterimTranscriptionFrame, TranscriptionFrame
 
 from voicelab.pipeline.services.stt_whisper import (
-    StreamingWhisperSTT,
+    StreamedPassesSTT,
     SttConfidence,
     stt_confidence,
     unsent_words,
@@ -77,7 +77,7 @@ class Scored:
 
 
 async def test_the_confidence_reaches_the_final_and_interim_frames() -> None:
-    svc = StreamingWhisperSTT(recognizer=Scored(), interim=True)  # type: ignore[arg-type]
+    svc = StreamedPassesSTT(recognizer=Scored(), interim=True)  # type: ignore[arg-type]
     pushed: list[Frame] = []
 
     async def push(frame: Frame, *_: object) -> None:

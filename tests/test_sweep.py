@@ -13,14 +13,14 @@ from voicelab.runs.sweep import (
     RUNNERS,
     CellSpec,
     SweepError,
-    SweepGrid,
+    SweepMatrix,
     _pareto_mask,
     finished_run,
     parse_shaper,
     run_sweep,
 )
 
-GRID = SweepGrid(engines=("diffusion", "ar"), samplers=(None, "low_confidence", "autoregressive"),
+GRID = SweepMatrix(engines=("diffusion", "ar"), samplers=(None, "low_confidence", "autoregressive"),
                  policies=("prefix", "final"), fixtures=("plain",))
 
 
@@ -35,9 +35,9 @@ def test_grid_skips_incompatible_pairs_and_names_cells_uniquely() -> None:
     assert len(cells) == 8 and len({c.cell_id for c in cells}) == 8
     assert cells == GRID.cells()  # stable order and ids: what resuming relies on
     with pytest.raises(SweepError, match="--policy 'stable'"):
-        SweepGrid(policies=("stable",))
+        SweepMatrix(policies=("stable",))
     with pytest.raises(SweepError, match="no compatible"):
-        SweepGrid(engines=("ar",), samplers=("threshold",)).cells()
+        SweepMatrix(engines=("ar",), samplers=("threshold",)).cells()
 
 
 def test_parse_shaper() -> None:
@@ -93,7 +93,7 @@ def test_resume_after_an_interrupted_sweep(tmp_path: Path) -> None:
 
 
 def test_a_failing_cell_is_reported_and_retried(tmp_path: Path) -> None:
-    grid = SweepGrid(policies=("prefix", "final"), fixtures=("plain",))
+    grid = SweepMatrix(policies=("prefix", "final"), fixtures=("plain",))
     bad = grid.cells()[1].cell_id
 
     def flaky(cell: CellSpec, out: Path) -> Path:
@@ -114,7 +114,7 @@ def test_pareto_frontier() -> None:
 
 
 def test_pooled_fixtures_make_one_point_per_configuration(tmp_path: Path) -> None:
-    grid = SweepGrid(policies=("prefix", "final"), fixtures=("plain", "barge_in"))
+    grid = SweepMatrix(policies=("prefix", "final"), fixtures=("plain", "barge_in"))
     res = run_sweep(grid, tmp_path, RUNNERS["synthetic"], echo=quiet)
     assert len(res.cells) == 4 and len(res.pareto) == 2
     assert list(res.pareto["cells"]) == [2, 2]
@@ -125,7 +125,7 @@ def test_pooled_fixtures_make_one_point_per_configuration(tmp_path: Path) -> Non
 
 def test_tiny_sweep_on_local_ray(tmp_path: Path) -> None:
     ray = pytest.importorskip("ray")
-    grid = SweepGrid(policies=("prefix", "final"), fixtures=("plain",))
+    grid = SweepMatrix(policies=("prefix", "final"), fixtures=("plain",))
     lines: list[str] = []
     res = run_sweep(grid, tmp_path, RUNNERS["synthetic"], ray_address="local",
                     ray_init={"num_cpus": 1, "include_dashboard": False}, echo=lines.append)

@@ -1,7 +1,7 @@
 """Words the recogniser does not trust are no evidence for the turn end.
 
 The pure rule `words_reliable` on Whisper's own decode-failure thresholds, and the `--turn decide` adapter
-(`DecidingTurnStopStrategy`) with a fake smart-turn and a fake decision model: an unreliable transcript leaves
+(`DecideTurnEndStopStrategy`) with a fake smart-turn and a fake decision model: an unreliable transcript leaves
 the decision model's verdict out (the turn ends on the audio's verdict after the one-source silence), a
 reliable one keeps today's behaviour. Thresholds are scaled down so each call lasts well under a second.
 """
@@ -28,7 +28,7 @@ from engines.decision.model import Decision
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind as K
 from voicelab.pipeline.services.stt_whisper import SttConfidence
-from voicelab.pipeline.turns.turn_end_strategy import DecidingTurnStopStrategy
+from voicelab.pipeline.turns.turn_end_strategy import DecideTurnEndStopStrategy
 from voicelab.rules.turn_end import TurnThresholds
 from voicelab.speech.reliability import (
     WHISPER_COMPRESSION_RATIO_THRESHOLD,
@@ -114,7 +114,7 @@ async def _turn(stretches: list[tuple[float, str, Any]], audio_p: float = 0.886,
     tm = TaskManager()
     tm.setup(TaskManagerParams(loop=loop))
     log, decision = CallLog("c"), FakeDecision(text_p)
-    strategy = DecidingTurnStopStrategy(analyzer=FakeSmartTurn(audio_p), decision=decision,  # type: ignore[arg-type]
+    strategy = DecideTurnEndStopStrategy(analyzer=FakeSmartTurn(audio_p), decision=decision,  # type: ignore[arg-type]
                                         log=log, thresholds=th, tick_ms=tick_ms)
     await strategy.setup(FrameProcessorSetup(clock=SystemClock(), task_manager=tm, pipeline_worker=None,  # type: ignore[arg-type]
                                              audio_in_sample_rate=16000))

@@ -19,7 +19,7 @@ from voicelab.fixtures.format import FIXTURES_ROOT, load_fixture
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.pipeline.turns.barge_in_strategy import PauseThenDecide
 from voicelab.pipeline.turns.factory import turn_strategies, vad_analyzer
-from voicelab.pipeline.turns.turn_end_strategy import DecidingTurnStopStrategy
+from voicelab.pipeline.turns.turn_end_strategy import DecideTurnEndStopStrategy
 from voicelab.pipeline.turns.turn_models import TurnModels
 
 SR = 16000
@@ -113,7 +113,7 @@ def test_strategies_on_shared_models_load_no_model_of_their_own(models: TurnMode
     built = [turn_strategies(cfg, decision=Decision(), models=models) for _ in range(2)]  # type: ignore[arg-type]
     for s in built:
         pause, stop = s.start[0], s.stop[0]
-        assert isinstance(pause, PauseThenDecide) and isinstance(stop, DecidingTurnStopStrategy)
+        assert isinstance(pause, PauseThenDecide) and isinstance(stop, DecideTurnEndStopStrategy)
         assert pause.judge_name == "decision_model" and pause.judge("stop please") == 0.9
         onset = pause._onset_vad
         inner = getattr(onset, "_inner", onset)  # the onset VAD may be wrapped (barge_in.LevelGatedVAD)

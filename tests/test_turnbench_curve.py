@@ -26,11 +26,11 @@ from voicelab.turnbench.cases import (
 from voicelab.turnbench.replay import (
     NEVER_MS,
     WINDOW_S,
-    DecideStrategy,
+    DecideTurnEndReplay,
     Point,
-    SmartStrategy,
+    SmartReplay,
     StopScores,
-    TimeoutStrategy,
+    TimeoutReplay,
     Trace,
     VadParams,
     score_points,
@@ -130,7 +130,7 @@ def _trace(audio_p: float, text_p: float | None, pause_s: float = 1.0) -> Trace:
 
 def test_timeout_cuts_a_pause_longer_than_its_stop() -> None:
     t = _trace(0.9, 0.9, pause_s=1.0)
-    s = TimeoutStrategy()
+    s = TimeoutReplay()
     short = score_points(t, s.declarations(t, 0.2, False))
     long = score_points(t, s.declarations(t, 1.6, False))
     assert short.cut == [True] and long.cut == [False]
@@ -139,14 +139,14 @@ def test_timeout_cuts_a_pause_longer_than_its_stop() -> None:
 
 def test_smart_ends_on_its_threshold_or_its_fallback() -> None:
     t = _trace(0.7, None)
-    s = SmartStrategy()
+    s = SmartReplay()
     low, high = score_points(t, s.declarations(t, 0.5, False)), score_points(t, s.declarations(t, 0.8, False))
     assert low.cut == [True] and high.cut == [False]
     assert high.dead_ms[0] == pytest.approx(low.dead_ms[0] + 3000.0)  # its 3 s silence fallback
 
 
 def test_decide_replays_the_rule() -> None:
-    s = DecideStrategy()
+    s = DecideTurnEndReplay()
     agree = _trace(0.9, 0.9, pause_s=0.3)
     o = score_points(agree, s.declarations(agree, 1.0, False))
     # both sure: the floor (200 ms) after the estimated speech end, but never before the caller's own
@@ -164,7 +164,7 @@ def test_decide_replays_the_rule() -> None:
 def test_decide_gives_no_verdict_without_words() -> None:
     t = _trace(0.99, None)
     t.stops = [StopScores(x.t_s, x.first_silent_s, x.audio_p, 0, "", None, 0, 0) for x in t.stops]
-    assert DecideStrategy().declarations(t, 1.0, False) == []
+    assert DecideTurnEndReplay().declarations(t, 1.0, False) == []
 
 
 def test_points_take_the_first_declaration_of_their_stretch() -> None:

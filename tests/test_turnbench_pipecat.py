@@ -2,7 +2,7 @@
 
 Each case is played frame by frame (20 ms) through pipecat's own `SileroVADAnalyzer` and a real user-turn stop
 strategy (pipecat's `SpeechTimeoutUserTurnStopStrategy` and `TurnAnalyzerUserTurnStopStrategy` around
-smart-turn v3, and the lab's `DecidingTurnStopStrategy`), on an asyncio loop whose clock jumps to the next timer
+smart-turn v3, and the lab's `DecideTurnEndStopStrategy`), on an asyncio loop whose clock jumps to the next timer
 when nothing is ready (so the strategies' own timers run, in virtual time, in milliseconds). The model passes
 run inline (no executor thread, which a virtual clock cannot wait for); everything else is the strategies' code.
 The time of the first turn end must be the replay's first declaration.
@@ -42,11 +42,11 @@ from pipecat.utils.asyncio.task_manager import TaskManager, TaskManagerParams
 
 from engines.decision.model import Decision
 from voicelab.pipeline.turns import turn_end_strategy
-from voicelab.pipeline.turns.turn_end_strategy import DecidingTurnStopStrategy
+from voicelab.pipeline.turns.turn_end_strategy import DecideTurnEndStopStrategy
 from voicelab.pipeline.turns.turn_models import SharedSmartTurnAnalyzer
 from voicelab.turnbench.audio import render_turn
 from voicelab.turnbench.cases import load_corpus
-from voicelab.turnbench.replay import DecideStrategy, SmartStrategy, TimeoutStrategy, Trace
+from voicelab.turnbench.replay import DecideTurnEndReplay, SmartReplay, TimeoutReplay, Trace
 from voicelab.turnbench.scores import Models, score_turn, trace_of
 
 CASES = ("g0000", "g0003", "g0005", "g0010")
@@ -176,13 +176,13 @@ def test_the_replay_ends_turns_when_the_real_strategies_do(cases: list[tuple[Any
     checked = 0
     for audio, trace in cases:
         runs = [
-            (TimeoutStrategy(), 0.2, lambda: SpeechTimeoutUserTurnStopStrategy(user_speech_timeout=0.0,
+            (TimeoutReplay(), 0.2, lambda: SpeechTimeoutUserTurnStopStrategy(user_speech_timeout=0.0,
                                                                                wait_for_transcript=False), False),
-            (TimeoutStrategy(), 0.6, lambda: SpeechTimeoutUserTurnStopStrategy(user_speech_timeout=0.0,
+            (TimeoutReplay(), 0.6, lambda: SpeechTimeoutUserTurnStopStrategy(user_speech_timeout=0.0,
                                                                                wait_for_transcript=False), False),
-            (SmartStrategy(), 0.5, lambda: TurnAnalyzerUserTurnStopStrategy(
+            (SmartReplay(), 0.5, lambda: TurnAnalyzerUserTurnStopStrategy(
                 turn_analyzer=InlineSmartTurn(models._tm().smart_turn_session()), wait_for_transcript=False), False),
-            (DecideStrategy(), 1.0, lambda: DecidingTurnStopStrategy(
+            (DecideTurnEndReplay(), 1.0, lambda: DecideTurnEndStopStrategy(
                 analyzer=InlineSmartTurn(models._tm().smart_turn_session()), decision=FixedDecision()), True),
         ]
         for strategy, value, make, transcript in runs:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from voicelab.turnbench import bench
-from voicelab.turnbench.replay import DecideStrategy, score_points, trace_of
+from voicelab.turnbench.replay import DecideTurnEndReplay, score_points, trace_of
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ("pause_mid_cancel", "slow_talker_directions", "ulaw_noisy_hours")
@@ -39,7 +39,7 @@ def test_bench_agrees_with_voicelab_run(tmp_path: Path) -> None:
     refs = [r for r in bench.fixture_refs([ROOT / "audio_fixtures" / f for f in FIXTURES], {}, "user")
             if r.kind == "turn"]
     docs = bench.load_scores(refs, tmp_path / "cache")
-    decide = DecideStrategy()
+    decide = DecideTurnEndReplay()
     vad_diffs: list[float] = []
     rule_checked = 0
     for d in docs:

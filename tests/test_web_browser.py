@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
 QUESTION = ROOT / "audio_fixtures" / "single_question" / "t0_hi_what_time.wav"
-ARTIFACTS = ROOT / "test-artifacts"
+SCREENSHOT = ROOT / "docs" / "web_demo.png"  # docs/live-demo.md shows it
 LEAD_S = 8.0  # fake-mic silence before the question: pipeline start + greeting + a margin (see the test)
 
 
@@ -127,10 +127,11 @@ def test_browser_hears_reply_and_sees_canvas_and_latency(served: ServerThread, t
             page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
             page.goto(served.url + "/")
             _wait(page, "document.querySelectorAll('#opt-engine option').length > 0")
-            page.select_option("#opt-policy", "prefix")  # options are chosen in the page
+            # options are chosen in the page: the default gate, so the screenshot shows what a user gets
+            page.select_option("#opt-policy", "pinned")
             page.click("#start")
             _wait(page, "window.voicelab.state === 'ready'", 20)
-            assert "gate prefix" in page.inner_text("#session-info")
+            assert "gate pinned" in page.inner_text("#session-info")
             try:
                 _wait(page, "window.voicelab.clientFarMs.length > 0 && window.voicelab.serverFarMs.length > 0"
                             " && window.voicelab.committedCellsMax > 0", 45)
@@ -146,8 +147,8 @@ def test_browser_hears_reply_and_sees_canvas_and_latency(served: ServerThread, t
                     for e in sess.log.events:
                         if e.kind != "engine_snapshot":
                             print(e.t_ns // 1_000_000, e.turn, e.kind, str(e.payload)[:80])
-            ARTIFACTS.mkdir(exist_ok=True)
-            page.screenshot(path=str(ARTIFACTS / "web_demo.png"), full_page=True)
+            # the live-demo page's picture is this screenshot of today's page, re-made on every run
+            page.screenshot(path=str(SCREENSHOT), full_page=True)
 
             assert stats["botOnsets"] >= 1, stats  # the bot's audio reached the page's analyser
             server_far, client_far = stats["serverFarMs"][0], stats["clientFarMs"][0]

@@ -141,7 +141,7 @@ async def test_live_playout_logs_marks_and_the_acoustic_onset() -> None:
 
     from voicelab.measure.calllog import CallLog
     from voicelab.pipeline.frames import PlayoutMarkFrame
-    from voicelab.web.playout import LivePlayout
+    from voicelab.pipeline.transport.live_playout import LivePlayout
 
     sr = 16000
     log = CallLog("live")

@@ -30,8 +30,8 @@ from pipecat.transports.smallwebrtc.transport import RawAudioTrack
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind as K
 from voicelab.pipeline.frames import PlayoutMarkFrame, PlayoutPauseFrame, PlayoutResumeFrame
-from voicelab.web.live_output import PausableWebRTCOutput
-from voicelab.web.playout import LivePlayout
+from voicelab.pipeline.transport.live_playout import LivePlayout
+from voicelab.pipeline.transport.webrtc_output import PausableWebRTCOutput
 
 SR = 16000
 CHUNK = SR // 100  # the track sends 10 ms per packet

@@ -26,10 +26,11 @@ from voicelab.measure.events import EventKind, read_events
 from voicelab.measure.recording import Track
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.pipeline.resources import ResourcePool
+from voicelab.pipeline.transport.mic_recorder import MicRecorder
 from voicelab.runs.folder import INCOMPLETE, is_sealed
 from voicelab.web.app import create_app
 from voicelab.web.options import ServeOptions, SessionLimits
-from voicelab.web.recording import LiveRecording, MicRecorder, page_message, run_folder_name
+from voicelab.web.recording import LiveRecording, page_message, run_folder_name
 
 K = EventKind
 SR = 16000

@@ -15,10 +15,10 @@ Two stages:
    end: so a word whose next token is not committed yet ("book" that may become "booked", "10." that may
    become "10.30") is never cut.
 
-Tool calls: the engines write `[name(key=value, key=value)]` inside the answer. Such a span is never
-spoken; once committed whole it is parsed into a `ToolCall` (`pop_tool_calls`), or recorded in
-`malformed_tool_spans` if it does not parse (or is still open when the answer ends). The text around it is
-spoken normally; a span also ends the phrase before it.
+Tool calls: the engines write `[name(key=value, key=value)]` inside the answer (the grammar is
+`engines.tool_span`). Such a span is never spoken; once committed whole it is parsed into a `ToolCall`
+(`pop_tool_calls`), or recorded in `malformed_tool_spans` if it does not parse (or is still open when the
+answer ends). The text around it is spoken normally; a span also ends the phrase before it.
 
 Char positions (`start_char`, `end_char`) are offsets into the response text, the concatenation of the
 snapshot's per-position `pieces` up to the frontier; the gate's `released_text` is that text as it stood
@@ -27,20 +27,19 @@ when each part was released, so for a safe policy it is always a prefix of `fina
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from engines.snapshot import Snapshot
+from engines.tool_span import OPEN as TOOL_OPEN
+from engines.tool_span import parse_span, span_end
 
 BASE_POLICIES = ("final", "prefix", "stable", "block")
 SENTENCE_PUNCT = ".!?…"
 CLAUSE_PUNCT = ",;:—–"
 _CLOSERS = "\"')}»”’"
-TOOL_OPEN = "["
-TOOL_CLOSE = "]"
 
 
 class GateConfigError(ValueError):
@@ -138,56 +137,6 @@ class ToolCall:
     def to_payload(self) -> dict[str, Any]:
         return {"name": self.name, "args": dict(self.args), "raw": self.raw,
                 "start_char": self.start_char, "end_char": self.end_char}
-
-
-_TOOL_RE = re.compile(r"^\[\s*([A-Za-z_][A-Za-z0-9_]*)\s*\((.*)\)\s*\]$", re.S)
-
-
-def parse_tool_span(raw: str) -> tuple[str, dict[str, str]] | None:
-    """Parse "[name(k=v, k2='v, 2')]" into (name, args); None if it is not that form."""
-    m = _TOOL_RE.match(raw.strip())
-    if m is None:
-        return None
-    name, body = m.group(1), m.group(2).strip()
-    args: dict[str, str] = {}
-    if not body:
-        return name, args
-    parts = _split_args(body)
-    if parts is None:
-        return None
-    for part in parts:
-        key, eq, value = part.partition("=")
-        key, value = key.strip(), value.strip()
-        if not eq or not key.isidentifier() or key in args:
-            return None
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-            value = value[1:-1]
-        args[key] = value
-    return name, args
-
-
-def _split_args(body: str) -> list[str] | None:
-    """Split on commas outside quotes; None if a quote is left open."""
-    parts: list[str] = []
-    cur: list[str] = []
-    quote = ""
-    for ch in body:
-        if quote:
-            cur.append(ch)
-            if ch == quote:
-                quote = ""
-        elif ch in "\"'":
-            quote = ch
-            cur.append(ch)
-        elif ch == ",":
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    if quote:
-        return None
-    parts.append("".join(cur))
-    return parts
 
 
 def _cut_kind(text: str, end: int, start: int) -> str:
@@ -417,20 +366,20 @@ class Gate:
 
     def _take_tool_span(self, text: str, open_at: int, now: int) -> bool:
         """Release the tool span opening at `open_at` if it is closed (or the answer ended); False = wait."""
-        close_at = text.find(TOOL_CLOSE, open_at)
-        if close_at < 0:
+        end = span_end(text, open_at)
+        if end < 0:
             if not self._complete:
                 return False
             self._malformed.append(text[open_at:])  # never closed: drop it, never speak it
             self._advance(len(text))
             return True
-        raw = text[open_at:close_at + 1]
-        parsed = parse_tool_span(raw)
-        tokens_end = self._advance(close_at + 1)
+        raw = text[open_at:end]
+        parsed = parse_span(raw)
+        tokens_end = self._advance(end)
         if parsed is None:
             self._malformed.append(raw)
         else:
-            call = ToolCall(parsed[0], parsed[1], raw, open_at, close_at + 1, now, tokens_end)
+            call = ToolCall(parsed[0], parsed[1], raw, open_at, end, now, tokens_end)
             self._tools.append(call)
             self._new_tools.append(call)
         return True

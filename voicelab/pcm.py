@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+SAMPLE_RATE = 16000  # Hz: the pipeline's one audio rate (Silero, smart-turn, Whisper and the fixtures run at it)
 FULL_SCALE = 32768.0  # the float value of int16's magnitude: pipecat divides by it
 
 

@@ -54,7 +54,9 @@ SPLITS = ("train", "heldout")
 
 
 @dataclass(frozen=True)
-class Utterance:
+class DecisionExample:
+    """One labelled caller utterance of the decision corpus."""
+
     task: str
     text: str  # normalized transcript
     answer: bool
@@ -489,7 +491,7 @@ def _numeric(word: str) -> bool:
     return word.isdigit() or word in _NUM_WORDS or word == "oh"
 
 
-def _item(r: random.Random, task: str, split: str, last_word_slip: float = 0.0, broad: bool = False) -> Utterance:
+def _item(r: random.Random, task: str, split: str, last_word_slip: float = 0.0, broad: bool = False) -> DecisionExample:
     if task == "turn_complete":
         answer = r.random() < 0.5
         text, kind, ctx, novel = (_complete if answer else _incomplete)(r, split, broad)
@@ -508,11 +510,11 @@ def _item(r: random.Random, task: str, split: str, last_word_slip: float = 0.0, 
         ctx = _bot_line(r) if r.random() < 0.7 else ""
     # short fixed phrases ("mm hmm", "the") are what a recogniser gives for them: light noise only
     noisy = add_noise(r, text) if len(text.split()) > 2 and r.random() < 0.7 else normalize(text)
-    return Utterance(task, noisy, answer, kind, normalize(ctx), novel)
+    return DecisionExample(task, noisy, answer, kind, normalize(ctx), novel)
 
 
 def generate(n: int, seed: int, split: str = "train", tasks: tuple[str, ...] = TASKS,
-             last_word_slip: float = 0.0, broad: bool = False) -> list[Utterance]:
+             last_word_slip: float = 0.0, broad: bool = False) -> list[DecisionExample]:
     """n labelled utterances, reproducible from the seed, tasks taking turns; `last_word_slip`: the share of
     complete turns whose last word is misheard; `broad`: the broad corpus (module doc; not the shipped model's)."""
     if not 0.0 <= last_word_slip <= 1.0:

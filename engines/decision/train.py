@@ -119,7 +119,7 @@ def _rate(xs: list[bool]) -> float | None:
     return round(sum(xs) / len(xs), 4) if xs else None
 
 
-def evaluate(dm: DecisionModel, heldout: list[dc.Utterance], train_texts: set[tuple[str, str]],
+def evaluate(dm: DecisionModel, heldout: list[dc.DecisionExample], train_texts: set[tuple[str, str]],
              latency_n: int) -> dict:
     """Accuracy per task and kind on held-out utterances, error rates that matter, latency per judgement."""
     p = dm.p_yes_batch([(u.task, u.text, u.context or None) for u in heldout])

@@ -11,7 +11,8 @@ to copy names and numbers (engines/tiny/TRAINING.md); adapting the AR model does
 `--open-names 0.5` draws half the callers' names from engines/shop/names.py's lists (faker's first names of
 many locales and made-up names), so that the models learn to copy a name rather than recognise one of the
 shop's 40 (engines/tiny/TRAINING.md: tried, not shipped yet). Training reads the lists from the repository;
-rewriting them needs the training-only extra (`pip install -e .[train]`, faker): `python -m engines.shop.names`.
+rewriting them needs the training-only extra (`pip install -e .[train]`, faker):
+`python -m engines.shop.word_lists names`.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from engines.local.checkpoint import load, save
 from engines.local.model import LLaDAModel, ModelConfig
 from engines.local.open_values import Vocabulary, learn_cues
 from engines.local.tokenizer import ChatTokenizer, train_tiny
-from engines.shop import business, corpus, names
+from engines.shop import business, corpus
 
 
 @dataclass
@@ -200,9 +201,9 @@ def train(cfg: TrainConfig, out: Path, from_ar: Path | None = None) -> dict:
 def shop_vocabulary() -> Vocabulary:
     """The words the shop's corpus puts in callers' mouths, the 40 names every training copies exactly and
     where the corpus puts them (engines/local/open_values.py): written beside each model this script saves."""
-    r = random.Random(99)  # clean chats of every in-domain kind, drawn like names.corpus_words draws them
+    r = random.Random(99)  # clean chats of every in-domain kind, drawn like corpus.corpus_words draws them
     chats = [corpus.draw(r.choice(corpus.IN_DOMAIN), r, noise=False).messages for _ in range(6000)]
-    return Vocabulary(frozenset(w for w in names.corpus_words() if w.isalpha()), tuple(business.NAMES),
+    return Vocabulary(frozenset(w for w in corpus.corpus_words() if w.isalpha()), tuple(business.NAMES),
                       learn_cues(chats, business.NAMES))
 
 

@@ -22,13 +22,12 @@ from typing import Any
 from engines.shop import business as B
 from engines.shop import corpus
 from engines.snapshot import Snapshot
+from engines.tool_span import OPEN, parse_span, span_end, span_name
 
 # a caller who should get the fallback may get either of these (never a tool call)
 NON_ANSWERS = frozenset({"fallback", "clarify"})
 # corpus intents that answer with another intent's reply
 _REPLY_INTENT = {"book_name_followup": "book"}
-_TOOL_START = re.compile(r"^\s*\[\s*(\w+)")
-_TOOL_CALL = re.compile(r"^\s*\[(\w+)\(([^()\[\]]*)\)\]")
 
 
 @dataclass(frozen=True)
@@ -52,10 +51,12 @@ class AnswerScore:
 
 
 @dataclass(frozen=True)
-class ToolCall:
-    name: str
-    args: dict[str, str]
-    well_formed: bool
+class ToolSpan:
+    """The tool span a reply starts with, as the scorer reads it (`engines.tool_span` is the grammar)."""
+
+    name: str  # the word the span opens with, also for a malformed span
+    args: dict[str, str]  # empty unless the span parses
+    well_formed: bool  # parses, and every argument has a value (each shop tool takes some)
 
 
 def parse_expect(expect: str | Mapping[str, Any] | Expect) -> Expect:
@@ -77,21 +78,19 @@ def parse_expect(expect: str | Mapping[str, Any] | Expect) -> Expect:
     return Expect("fallback" if intent in NON_ANSWERS else intent, dict(slots))
 
 
-def tool_call(reply: str) -> ToolCall | None:
-    """The tool call a reply starts with; a bracket span that does not parse is kept as malformed."""
-    m = _TOOL_CALL.match(reply)
-    if m:
-        args: dict[str, str] = {}
-        ok = True
-        for part in m.group(2).split(","):
-            k, sep, v = part.strip().partition("=")
-            if not sep or not re.fullmatch(r"\w+", k) or not v.strip() or "=" in v:
-                ok = False
-                continue
-            args[k] = v.strip()
-        return ToolCall(m.group(1), args, ok)
-    s = _TOOL_START.match(reply)
-    return ToolCall(s.group(1), {}, False) if s else None
+def tool_span(reply: str) -> ToolSpan | None:
+    """The tool span a reply starts with; one that does not parse (or never closes) is kept as malformed."""
+    text = reply.lstrip()
+    name = span_name(text) if text.startswith(OPEN) else None
+    if name is None:
+        return None
+    end = span_end(text, 0)
+    parsed = parse_span(text[:end]) if end > 0 else None
+    if parsed is None:
+        return ToolSpan(name, {}, False)
+    name, args = parsed
+    # every shop tool takes arguments; a value holding "=" is two arguments that lost their comma
+    return ToolSpan(name, args, bool(args) and all(v and "=" not in v for v in args.values()))
 
 
 def coherence_problem(p: corpus.ParsedReply) -> str | None:
@@ -133,12 +132,12 @@ def _slots(p: corpus.ParsedReply) -> dict[str, str]:
 def score_reply(reply_text: str, expect: str | Mapping[str, Any] | Expect) -> AnswerScore:
     """Score one reply against what was expected (see parse_expect)."""
     want = parse_expect(expect)
-    call = tool_call(reply_text)
-    tool = call.name if call else None
+    span = tool_span(reply_text)
+    tool = span.name if span else None
     wrong_tool = tool is not None and (want.intent not in corpus.TOOLS or tool != want.intent)
     p = corpus.parse_reply(reply_text)
     if p is None:
-        why = "malformed tool span" if call and not call.well_formed else "fits no reply template"
+        why = "malformed tool span" if span and not span.well_formed else "fits no reply template"
         return AnswerScore(False, False, None, {}, why, tool, wrong_tool)
     slots = {} if p.key == "hours_week" else _slots(p)
     problem = coherence_problem(p)
@@ -210,11 +209,11 @@ def tool_span_confidence(snap: Snapshot) -> float | None:
     """
     n = snap.prefix_len
     text = "".join(snap.pieces[:n])
-    start = text.find("[")
+    start = text.find(OPEN)
     if start < 0 or text[:start].strip():
         return None
-    end = text.find("]", start)
-    end = len(text) if end < 0 else end + 1
+    end = span_end(text, start)
+    end = len(text) if end < 0 else end
     confs, pos = [], 0
     for i in range(n):
         a, b = pos, pos + len(snap.pieces[i])

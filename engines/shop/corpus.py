@@ -32,7 +32,7 @@ from engines.shop import business as B
 from engines.shop import extra_words as EW
 from engines.shop import names as N
 from engines.shop import phrasing as PH
-from engines.shop.asr_noise import damage, garble
+from engines.shop.asr_noise import FUNCTION_WORDS, damage, garble
 
 INTENTS = (
     "greeting", "hours", "hours_week", "address", "book", "book_ask_name", "book_name_followup", "reschedule",
@@ -605,6 +605,19 @@ def generate(n: int, seed: int, open_names: float = 0.0, tails: float = 0.0,
             if t is not None:
                 out.append(t)
     return out
+
+
+def corpus_words() -> set[str]:
+    """Every word the shop's corpus uses outside its names: not a name a caller could be mistaken by."""
+    r = random.Random(99)
+    clean = [draw(r.choice(IN_DOMAIN), r, noise=False) for _ in range(6000)]
+    words = {w for e in clean for m in e.messages for w in m["content"].split()}
+    words |= {w for e in clean for w in re.findall(r"[a-z]+", e.reply)}
+    # the out-of-domain sentences' words (their recogniser noise left out: "tom" for "time" stays a name)
+    for part in (_OFF_TOPIC_ASK, _OFF_TOPIC_ACTS, _QUESTIONS, _SUBJECTS, _VERBS, _OBJECTS, _WHEN, _SALAD, _VAGUE_DAYS,
+                 FUNCTION_WORDS):
+        words |= {w for x in part for w in x.split()}
+    return (words | set(B.DAYS) | {"am", "pm"}) - set(B.NAMES)
 
 
 def heldout(n: int, seed: int, train: list[Example]) -> list[Example]:

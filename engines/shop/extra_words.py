@@ -14,14 +14,14 @@ formula ("hi there", "thanks bye": `WHOLE_MESSAGE`) gets no added words, since "
 added is another message, and the model trained that way greeted callers who said something off-topic; and
 half of the touched off-topic examples become a sentence of pool words only (`unknown_sentence`), so that a
 sentence of nothing but unknown words is an off-topic one. The pool (`extra_words.txt`) leaves out
-- every word the corpus itself uses (`names.corpus_words`): the pool is new words only;
+- every word the corpus itself uses (`corpus.corpus_words`): the pool is new words only;
 - words that change what a request means when added: negations, numbers, days, months, times of day;
 - every word of the evaluation sets (the unseen-caller set `engines/eval/unseen.jsonl` and the
   out-of-domain set `engines/shop/ood.py`), so that those sets still measure words never seen in
   training (tests/test_engines_extra_words.py checks it);
 - rare words (wordfreq Zipf below `open_values.RARE_ZIPF`): those get a stand-in name at inference.
 
-    python -m engines.shop.extra_words     # rewrites extra_words.txt
+    python -m engines.shop.word_lists extra-words     # rewrites extra_words.txt (engines/shop/word_lists.py)
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ from pathlib import Path
 
 from wordfreq import top_n_list, zipf_frequency
 
-from engines.shop.names import corpus_words
 from engines.shop.ood import ood_prompts
 
 FILE = Path(__file__).with_name("extra_words.txt")
@@ -98,13 +97,3 @@ def insert(text: str, r: random.Random, pool: tuple[str, ...]) -> str:
 def unknown_sentence(r: random.Random, pool: tuple[str, ...]) -> str:
     """4-9 pool words: a sentence made only of words the corpus never uses (no cue, no slot)."""
     return " ".join(r.choice(pool) for _ in range(r.randint(4, 9)))
-
-
-def main() -> None:
-    pool = build_pool(corpus_words(), evaluation_words())
-    FILE.write_text("\n".join(pool) + "\n")
-    print(f"{FILE}: {len(pool)} words")
-
-
-if __name__ == "__main__":
-    main()

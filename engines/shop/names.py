@@ -12,9 +12,10 @@ The unseen-caller evaluation (engines/eval/unseen.py) uses other sources, disjoi
 `UNSEEN_LOCALES` and a closed-syllable generator (`made_up_cluster`, every name has a consonant cluster the
 open-syllable generator cannot write), both filtered against every training name.
 
-Both lists are written by (faker is a training-only extra: `pip install -e .[train]`)
+Both lists are written by `engines/shop/word_lists.py` (faker is a training-only extra:
+`pip install -e .[train]`)
 
-    python -m engines.shop.names
+    python -m engines.shop.word_lists names
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from functools import cache
 from pathlib import Path
 
 from engines.shop import business as B
-from engines.shop.asr_noise import FUNCTION_WORDS
 
 HERE = Path(__file__).parent
 TRAIN_FILE = HERE / "names_train.txt"
@@ -80,21 +80,6 @@ def open_syllable_shape(name: str) -> bool:
     return re.fullmatch(rf"(?:[{_OPEN_ONSETS}][{_VOWELS}]){{2,3}}[{_FINALS}]?", name) is not None
 
 
-def corpus_words() -> set[str]:
-    """Every word the shop's corpus uses outside its names: not a name a caller could be mistaken by."""
-    from engines.shop import corpus  # corpus draws its names from here
-
-    r = random.Random(99)
-    clean = [corpus.draw(r.choice(corpus.IN_DOMAIN), r, noise=False) for _ in range(6000)]
-    words = {w for e in clean for m in e.messages for w in m["content"].split()}
-    words |= {w for e in clean for w in re.findall(r"[a-z]+", e.reply)}
-    # the out-of-domain sentences' words (their recogniser noise left out: "tom" for "time" stays a name)
-    for part in (corpus._OFF_TOPIC_ASK, corpus._OFF_TOPIC_ACTS, corpus._QUESTIONS, corpus._SUBJECTS, corpus._VERBS,
-                 corpus._OBJECTS, corpus._WHEN, corpus._SALAD, corpus._VAGUE_DAYS, FUNCTION_WORDS):
-        words |= {w for x in part for w in x.split()}
-    return (words | set(B.DAYS) | {"am", "pm"}) - set(B.NAMES)
-
-
 def build_train(stop: set[str]) -> list[tuple[str, str]]:
     names = sorted(faker_first_names(TRAIN_LOCALES) - stop - set(B.NAMES))
     r = random.Random(MADE_UP_TRAIN_SEED)
@@ -138,16 +123,3 @@ def unseen_names() -> tuple[tuple[str, str], ...]:
 def open_name(r: random.Random) -> str:
     """A training name beyond the shop's 40 (faker's or made up)."""
     return r.choice(train_names())
-
-
-def main() -> None:
-    stop = corpus_words()
-    train = build_train(stop)
-    TRAIN_FILE.write_text("".join(f"{s} {n}\n" for s, n in train))
-    unseen = build_unseen(stop, {n for _, n in train})
-    UNSEEN_FILE.write_text("".join(f"{s} {n}\n" for s, n in unseen))
-    print(f"{len(train)} training names -> {TRAIN_FILE}; {len(unseen)} unseen names -> {UNSEEN_FILE}")
-
-
-if __name__ == "__main__":
-    main()

@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import json
-import re
 import socket
 import threading
 import time
@@ -42,10 +41,10 @@ from engines.protocol import EngineLike
 from engines.simulated.profile_engine import answer_pieces, prompt_tokens
 from engines.simulated.profiles import PROFILES, Profile
 from engines.simulated.reveal import reveal_schedule
+from engines.tool_span import OPEN, parse_span, span_end
 
 FAULTS = ("429", "500", "hang", "stall", "disconnect", "malformed")
 NATIVE = ("diffusion", "ar")
-_SPAN = re.compile(r"\[(\w+)\((.*?)\)\]")
 _FAULT_AFTER = 2  # content chunks before a mid-stream fault
 
 
@@ -115,7 +114,7 @@ class _ToolSplitter:
         self.buf += text
         out: list[dict[str, Any]] = []
         while self.buf:
-            at = self.buf.find("[")
+            at = self.buf.find(OPEN)
             if at < 0:
                 out.append({"content": self.buf})
                 self.buf = ""
@@ -123,18 +122,15 @@ class _ToolSplitter:
             if at:
                 out.append({"content": self.buf[:at]})
             self.buf = self.buf[at:]
-            m = _SPAN.match(self.buf)
-            if m is None:
-                break  # an open span: wait for its end
-            out += [{"tool_calls": [f]} for f in self._fragments(m.group(1), m.group(2))]
-            self.buf = self.buf[m.end():].lstrip(" ")
+            end = span_end(self.buf, 0)
+            parsed = parse_span(self.buf[:end]) if end > 0 else None
+            if parsed is None:
+                break  # an open span waits for its end; a malformed one is held back, never sent as content
+            out += [{"tool_calls": [f]} for f in self._fragments(*parsed)]
+            self.buf = self.buf[end:].lstrip(" ")
         return out
 
-    def _fragments(self, name: str, body: str) -> list[dict[str, Any]]:
-        args = {}
-        for part in (p for p in body.split(", ") if p):
-            k, _, v = part.partition("=")
-            args[k.strip()] = v.strip()
+    def _fragments(self, name: str, args: dict[str, str]) -> list[dict[str, Any]]:
         arg_text = json.dumps(args)
         i = self.calls
         self.calls += 1

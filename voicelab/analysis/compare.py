@@ -1,7 +1,8 @@
 """`voicelab compare`: is run B better, worse, or not detectably different from run A, figure by figure?
 
-For each figure (FAR p50/p95, stop latency p50/p95, recovery p50, first token to audio p50/p95 and answer
-accuracy where the turns carry them, audible revisions per turn) the difference B - A comes with a
+For each figure the catalogue marks for comparison (`voicelab.measure.figures`, its `Paired` views: FAR p50/p95,
+stop latency p50/p95, recovery p50, first token to audio p50/p95 and answer accuracy where the turns carry them,
+audible revisions per turn) the difference B - A comes with a
 bootstrap 95 % interval (`voicelab.measure.intervals.diff_interval`). When both runs played the same fixture
 turns the same number of times (the same list, the same `--repeat`), the samples are paired by (fixture name,
 turn index, repetition) and resampled together, which removes the spread between turns from the
@@ -25,7 +26,7 @@ import json
 import math
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,6 +37,7 @@ from matplotlib.figure import Figure
 
 from voicelab.analysis.report import CSS, _img
 from voicelab.analysis.tables import RunData
+from voicelab.measure.figures import Live, Paired, views
 from voicelab.measure.intervals import RESAMPLES, SEED, Difference, diff_interval, mean_stat, quantile_stat
 
 BETTER, WORSE, SAME, FEW = "better", "worse", "no detectable difference", "too few samples"
@@ -63,22 +65,17 @@ class FigureSpec:
     unit: str
     higher_is_better: bool = False
     answered_only: bool = False  # FAR: backchannels get no reply
+    summary_key: str = ""  # the summary.json key a run lists in `not_measured` when it cannot see it
 
 
-FIGURES: tuple[FigureSpec, ...] = (
-    FigureSpec("far_p50", "FAR p50", "far_ms", "p50", "ms", answered_only=True),
-    FigureSpec("far_p95", "FAR p95", "far_ms", "p95", "ms", answered_only=True),
-    FigureSpec("stop_p50", "stop latency p50", "stop_latency_ms", "p50", "ms"),
-    FigureSpec("stop_p95", "stop latency p95", "stop_latency_ms", "p95", "ms"),
-    FigureSpec("recovery_p50", "recovery p50", "recovery_ms", "p50", "ms"),
-    FigureSpec("first_token_to_audio_p50", "first token to audio p50", "first_token_to_audio_ms", "p50", "ms"),
-    FigureSpec("first_token_to_audio_p95", "first token to audio p95", "first_token_to_audio_ms", "p95", "ms"),
-    FigureSpec("audible", "audible revisions per turn", "audible", "mean", "/turn"),
-    FigureSpec("accuracy", "answer accuracy", "answer_correct", "mean", "", higher_is_better=True),
-)
-SPECS = {f.name: f for f in FIGURES}
-# the summary.json figure each turns column belongs to, for its `not_measured` list
-SUMMARY_KEY = {"audible": "revisions", "answer_correct": "answers"}
+def figure_specs() -> tuple[FigureSpec, ...]:
+    """The compared figures: the figure catalogue's `Paired` views, in their order."""
+    return tuple(FigureSpec(p.name, p.label, f.name, p.stat, p.unit, f.better == "higher", p.answered_only,
+                            f.summary_key) for f, p in views(Paired))
+
+
+SPECS: Mapping[str, FigureSpec] = Live(lambda: {f.name: f for f in figure_specs()})
+
 
 Key = tuple[str, int, int]  # fixture name, turn index, repetition (occurrence) of that fixture turn
 
@@ -215,14 +212,14 @@ def _value(spec: FigureSpec, xs: Sequence[tuple[Key, float]]) -> float | None:
 
 def not_measured(run: RunData, spec: FigureSpec) -> bool:
     """The run cannot see this figure (a run measured from the line's audio alone lists it in `not_measured`)."""
-    return SUMMARY_KEY.get(spec.column, spec.column) in (run.summary.get("not_measured") or ())
+    return (spec.summary_key or spec.column) in (run.summary.get("not_measured") or ())
 
 
 def compare_runs(a: RunData, b: RunData, *, seed: int = SEED, n_resamples: int = RESAMPLES) -> Comparison:
     """Every figure both runs measured, B against the baseline A; a figure one of them cannot see is a row
     saying "not measured" (never a difference against an empty side)."""
     c = Comparison(a.run_id, b.run_id, a.label, b.label)
-    for spec in FIGURES:
+    for spec in figure_specs():
         sa, sb = samples(a, spec), samples(b, spec)
         if not_measured(a, spec) or not_measured(b, spec):
             c.rows.append(FigureDiff(spec, Difference(_value(spec, sa), _value(spec, sb), None, None, False,
@@ -245,6 +242,7 @@ _THRESHOLD = re.compile(r"^\s*([a-z0-9_]+)\s*:\s*\+?\s*(-?[0-9]*\.?[0-9]+)\s*(ms
 def parse_fail_on(text: str) -> dict[str, float]:
     """'far_p95:+50ms,audible:+0' -> {"far_p95": 50.0, "audible": 0.0}; CompareError naming a bad part."""
     out: dict[str, float] = {}
+    specs = {f.name: f for f in figure_specs()}
     for part in text.split(","):
         if not part.strip():
             continue
@@ -252,9 +250,9 @@ def parse_fail_on(text: str) -> dict[str, float]:
         if m is None:
             raise CompareError(f"--fail-on '{part.strip()}': expected FIGURE:+THRESHOLD, e.g. far_p95:+50ms")
         name, value, unit = m.group(1), float(m.group(2)), m.group(3)
-        if name not in SPECS:
-            raise CompareError(f"--fail-on '{part.strip()}': unknown figure '{name}' (one of {', '.join(SPECS)})")
-        if unit == "ms" and SPECS[name].unit != "ms":
+        if name not in specs:
+            raise CompareError(f"--fail-on '{part.strip()}': unknown figure '{name}' (one of {', '.join(specs)})")
+        if unit == "ms" and specs[name].unit != "ms":
             raise CompareError(f"--fail-on '{part.strip()}': {name} is not in ms")
         out[name] = value / 100.0 if unit == "%" else value
     if not out:

@@ -5,10 +5,12 @@ row: `input_tokens` / `output_tokens` (the HTTP engine's usage, or the local tok
 `engines.protocol.ReportsUsage`), else `tokens` (the generated length) for the output. Every generation is
 counted, cancelled ones too: a provider bills a barge-in's half answer.
 
-Prices (US dollars per million input / output tokens) are `engines.simulated.profiles.PRICES` (Mercury 2 $0.25 /
-$0.75, Mercury 3 $0.10 / $0.35, as published, with their sources) plus the local tiny engines at $0: they
-run on this machine, with no per-token charge. An engine with no published price gets null costs and a
-note, never 0.
+Where a run's price comes from is its engine kind's (`engines.registry.EngineKind.price`): `local` engines (the
+tiny ones, checkpoint folders) run on this machine with no per-token charge ($0); `model` kinds (openai:, mercury:,
+profile:) take the named model's published price, from the kind's own list, then
+`engines.simulated.profiles.PRICES` (US dollars per million input / output tokens: Mercury 2 $0.25 / $0.75,
+Mercury 3 $0.10 / $0.35, as published, with their sources) or the profile's row; `unpublished` ones (replay:)
+have none. An engine with no published price gets null costs and a note, never 0.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from engines.registry import KINDS, find_kind
 from engines.simulated.profiles import PRICES, PROFILES, Price
 from voicelab.measure.events import Event, EventKind
 
 LOCAL = Price(0.0, 0.0, "local engine on this machine: no per-token charge", None)
-LOCAL_ENGINES = ("diffusion", "ar", "tiny-diffusion", "tiny-ar")
+LOCAL_ALIASES = ("tiny-diffusion", "tiny-ar")  # the tiny engines under older names in run configs
 
 
 def _norm(name: str) -> str:
@@ -37,15 +40,19 @@ def price_for(config: Mapping[str, Any]) -> Price | None:
     names = [str(config.get(k) or "") for k in ("engine_arg", "engine")]
     if isinstance(desc, Mapping):
         names.append(str(desc.get("model") or ""))
-    for raw in names:
+    local = {*LOCAL_ALIASES, *(n for k in KINDS if k.price == "local" for n in k.names)}
+    for raw in names:  # a spec, a run label or a model name
         n = _norm(raw)
-        for prefix in ("profile:", "openai:", "mercury:"):
-            n = n.removeprefix(prefix)
+        kind = find_kind(n)
+        if kind is not None and kind.price == "model" and kind.prefix:  # priced by the model it names
+            n = n.split(":", 1)[1]
+            if n in kind.prices:
+                return kind.prices[n]
         if n in PRICES:
             return PRICES[n]
         if n in PROFILES:
             return PROFILES[n].price
-        if n in LOCAL_ENGINES:
+        if n in local:
             return LOCAL
     if isinstance(desc, Mapping) and desc.get("folder") and desc.get("params"):
         return LOCAL  # a checkpoint folder (engines.local.engine.Engine.describe) runs here

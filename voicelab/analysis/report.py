@@ -9,7 +9,9 @@ Input: a run folder, or a folder of runs (a matrix or a sweep). Sections:
    (position x step: masked, tentative, committed, spoken; revisions marked), and the per-turn table.
 
 Everything is read through `voicelab.analysis.load_run`; the recording lane uses calls/<call_id>.wav when
-present. Plots use matplotlib's object API (no pyplot state).
+present. Which figures the summary and per-turn tables and the stacked breakdown show is the figure catalogue's
+(`voicelab.measure.figures`: its `ReportSummary`, `ReportTurn`, `ReportLineTurn` and `ReportPart` views). Plots
+use matplotlib's object API (no pyplot state).
 """
 
 from __future__ import annotations
@@ -32,14 +34,18 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
 from voicelab.analysis import AnalysisError, RunData, client_server, find_runs, load_run
+from voicelab.analysis.tables import is_finished
 from voicelab.measure import onset
+from voicelab.measure.figures import (
+    ACCURACY_BAR,
+    ReportLineTurn,
+    ReportPart,
+    ReportSummary,
+    ReportTurn,
+    views,
+)
 from voicelab.measure.truth import TruthError, read_call_wav, summary_verdict
-from voicelab.runs.folder import is_sealed
-from voicelab.runs.sweep import ACCURACY_BAR
 
-PARTS = ("endpointing_ms", "stt_ms", "engine_first_commit_ms", "gate_to_tts_ms", "tts_first_audio_ms",
-         "playout_ms")
-PART_COLORS = ("#8da0cb", "#66c2a5", "#fc8d62", "#e5c494", "#a6d854", "#e78ac3")
 CANVAS_STATES = ("masked", "tentative", "committed", "spoken")
 CANVAS_COLORS = ("#3b3b3b", "#f2d16b", "#4a90d9", "#3cb371")
 
@@ -117,23 +123,30 @@ def far_distribution(runs: Sequence[RunData]) -> Figure | None:
     return fig
 
 
+def _parts() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The stacked parts (the FAR's critical path) and their colours: the catalogue's `ReportPart` views."""
+    found = views(ReportPart)
+    return tuple(f.name for f, _ in found), tuple(p.colour for _, p in found)
+
+
 def breakdown_plot(runs: Sequence[RunData]) -> Figure | None:
     """Stacked bars of the FAR parts: medians per configuration, or every turn of a single run."""
+    parts, colours = _parts()
     if len(runs) == 1:
         t = _answered(runs[0].turns).dropna(subset=["far_ms"])
         labels = [f"{c}/{k}" for c, k in zip(t["call_id"], t["turn"], strict=True)]
-        values = [[_num(v) or 0.0 for v in t[p]] for p in PARTS]
+        values = [[_num(v) or 0.0 for v in t[p]] for p in parts]
         far = list(t["far_ms"].astype(float))
     else:
         labels, far = [], []
-        values = [[] for _ in PARTS]
+        values = [[] for _ in parts]
         for r in runs:
             t = _answered(r.turns).dropna(subset=["far_ms"])
             if t.empty:
                 continue
             labels.append(r.label)
             far.append(float(t["far_ms"].median()))
-            for i, p in enumerate(PARTS):
+            for i, p in enumerate(parts):
                 values[i].append(_num(t[p].median()) or 0.0)
     if not labels:
         return None
@@ -141,9 +154,9 @@ def breakdown_plot(runs: Sequence[RunData]) -> Figure | None:
     ax = fig.subplots()
     y = np.arange(len(labels))
     left = np.zeros(len(labels))
-    for i, p in enumerate(PARTS):
+    for i, p in enumerate(parts):
         v = np.clip(np.array(values[i], dtype=float), 0, None)
-        ax.barh(y, v, left=left, color=PART_COLORS[i], label=p.removesuffix("_ms").replace("_", " "))
+        ax.barh(y, v, left=left, color=colours[i], label=p.removesuffix("_ms").replace("_", " "))
         left += v
     ax.scatter(far, y, marker="|", s=200, color="black", zorder=3, label="FAR" if len(runs) == 1 else "median FAR")
     ax.set_yticks(y, labels, fontsize=8)
@@ -346,14 +359,15 @@ def canvas_heatmap(run: RunData, call_id: str, turn: int) -> tuple[Figure, bool]
 
 # ---- HTML ------------------------------------------------------------------------------------------------
 
-SUMMARY_COLS = (("calls", "calls"), ("turns", "turns"), ("far_ms.p50", "FAR p50"), ("far_ms.p95", "FAR p95"),
-                ("stop_latency_ms.p50", "stop p50"), ("recovery_ms.p50", "recovery p50"),
-                ("revisions.audible_per_100_words", "audible /100 words"), ("false_barge_ins", "false barge-ins"),
-                ("heard_text_word_errors", "heard-text errors"), ("truth.far_abs_diff_ms_p95", "truth FAR |diff| p95"),
-                ("truth.stop_abs_diff_ms_p95", "truth stop |diff| p95"))
-TURN_COLS = ("call_id", "turn", "expect", "far_ms", "truth_far_ms", "endpointing_ms", "stt_ms",
-             "engine_first_commit_ms", "tts_first_audio_ms", "playout_ms", "stop_latency_ms", "truth_stop_latency_ms",
-             "interrupted", "heard_word_errors", "false_barge_in", "churn", "post_synthesis", "audible")
+def summary_cols() -> list[tuple[str, str]]:
+    """(dotted summary.json key, header) of the summary table: the catalogue's `ReportSummary` views."""
+    return [(v.key, v.header) for _, v in views(ReportSummary)]
+
+
+def turn_cols(line_run: bool = False) -> list[str]:
+    """The per-turn table's columns (a line run's: what a recording can show): the catalogue's `ReportTurn` and
+    `ReportLineTurn` views."""
+    return [f.name for f, _ in (views(ReportLineTurn) if line_run else views(ReportTurn))]
 
 
 def _get(d: dict[str, Any], dotted: str) -> Any:
@@ -419,10 +433,11 @@ def client_server_section(runs: Sequence[RunData]) -> str:
 
 
 def _summary_table(runs: Sequence[RunData]) -> str:
-    head = "<tr><th>configuration</th>" + "".join(f"<th>{html.escape(h)}</th>" for _, h in SUMMARY_COLS) + "</tr>"
+    cols = summary_cols()
+    head = "<tr><th>configuration</th>" + "".join(f"<th>{html.escape(h)}</th>" for _, h in cols) + "</tr>"
     body = []
     for r in runs:
-        cells = "".join(f"<td>{_with_ci(r.summary, k)}</td>" for k, _ in SUMMARY_COLS)
+        cells = "".join(f"<td>{_with_ci(r.summary, k)}</td>" for k, _ in cols)
         body.append(f"<tr><td>{html.escape(r.label)}<br><small>{html.escape(r.run_id)}</small></td>{cells}</tr>")
     return f'<div class="scroll"><table>{head}{"".join(body)}</table></div>'
 
@@ -458,12 +473,6 @@ def answers_section(runs: Sequence[RunData]) -> str:
                  "run after the caller said yes to the bot's question (--tool-reason confirm)."))
 
 
-# the turn columns of a run measured from the line's audio (`voicelab call`): what a recording can show
-LINE_TURN_COLS = ("call_id", "turn", "expect", "far_ms", "truth_far_ms", "stop_latency_ms", "truth_stop_latency_ms",
-                  "recovery_ms", "talk_over_ms", "false_barge_in", "false_barge_in_by", "answer_correct",
-                  "readback_text")
-
-
 def line_section(runs: Sequence[RunData]) -> str:
     """Runs over a telephone media stream: the line's own figures (`voicelab.call.line`)."""
     rows = []
@@ -490,8 +499,7 @@ def line_section(runs: Sequence[RunData]) -> str:
 
 
 def _turn_table(run: RunData) -> str:
-    line_run = run.summary.get("measured_from") == "line"
-    cols = [c for c in (LINE_TURN_COLS if line_run else TURN_COLS) if c in run.turns.columns]
+    cols = [c for c in turn_cols(run.summary.get("measured_from") == "line") if c in run.turns.columns]
     head = "<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in cols) + "</tr>"
     body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>"
                    for row in run.turns[cols].itertuples(index=False))
@@ -500,7 +508,7 @@ def _turn_table(run: RunData) -> str:
 
 def _runs_at(path: Path) -> list[RunData]:
     if (path / "events.jsonl").is_file() or (path / "events.parquet").is_file():
-        if not is_sealed(path):
+        if not is_finished(path):
             raise AnalysisError(f"{path}: unfinished run (no summary.json, or its INCOMPLETE marker is there: it "
                                 "was killed or is still running); run it again")
         return [load_run(path)]

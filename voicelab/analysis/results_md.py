@@ -10,11 +10,11 @@ chosen by `headline.json` in the docs runs folder: a JSON list of
 
 where `run` may also be a list of two names (`["gate_mercury", "final_mercury"]`): the row then shows each
 figure of the first run beside the second's ("612 [580–650] vs 1240 [1190–1300]"), e.g. the gate against
-`final` under a real engine's timing. `figures` is optional (default `DEFAULT_HEADLINE`); the names are the
-keys of `FIGURES`. A figure a run did not measure (null in summary.json, or a key it lacks) reads
-"not measured", never 0.
+`final` under a real engine's timing. `figures` is optional (default `default_headline()`); the names are the
+keys of `FIGURES`, the figure catalogue's `Result` views (`voicelab.measure.figures`). A figure a run did not
+measure (null in summary.json, or a key it lacks) reads "not measured", never 0.
 
-Standard library only: the command line imports this without pandas.
+Standard library only (the catalogue too): the command line imports this without pandas.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
+from voicelab.measure.figures import Live, Result, views
+
 META = "meta.json"
 SUMMARY = "summary.json"
 CONFIG = "config.json"
@@ -40,8 +42,6 @@ END = "<!-- results:end -->"
 COMMAND = "voicelab report --markdown docs/runs --readme README.md"
 NOT_MEASURED = "not measured"
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
-DEFAULT_HEADLINE = ("far_p50", "far_p95", "stop_p50", "false_barge_ins", "false_cut_ins", "answers_correct",
-                    "audible_revisions")
 
 
 class ResultsError(ValueError):
@@ -98,31 +98,36 @@ def _ci(x: Any) -> tuple[float, float] | None:
     return None
 
 
+def _keys(dotted: str) -> list[str]:
+    return dotted.split(".")
+
+
 def _latency(key: str, stat: str) -> Callable[[Mapping[str, Any]], Value | None]:
     def get(s: Mapping[str, Any]) -> Value | None:
-        x = _num(_dig(s, key, stat))
-        n = _dig(s, key, "n")
-        return None if x is None else Value(x, "ms", _ci(_dig(s, key, f"{stat}_ci")), n if isinstance(n, int) else None)
+        x = _num(_dig(s, *_keys(key), stat))
+        n = _dig(s, *_keys(key), "n")
+        return None if x is None else Value(x, "ms", _ci(_dig(s, *_keys(key), f"{stat}_ci")),
+                                            n if isinstance(n, int) else None)
     return get
 
 
-def _median(*keys: str) -> Callable[[Mapping[str, Any]], Value | None]:
+def _median(key: str) -> Callable[[Mapping[str, Any]], Value | None]:
     def get(s: Mapping[str, Any]) -> Value | None:
-        x = _num(_dig(s, *keys))
+        x = _num(_dig(s, *_keys(key)))
         return None if x is None else Value(x, "ms", note="median")
     return get
 
 
-def _ms(*keys: str) -> Callable[[Mapping[str, Any]], Value | None]:
+def _ms(key: str) -> Callable[[Mapping[str, Any]], Value | None]:
     def get(s: Mapping[str, Any]) -> Value | None:
-        x = _num(_dig(s, *keys))
+        x = _num(_dig(s, *_keys(key)))
         return None if x is None else Value(x, "ms")
     return get
 
 
-def _count(*keys: str) -> Callable[[Mapping[str, Any]], Value | None]:
+def _count(key: str) -> Callable[[Mapping[str, Any]], Value | None]:
     def get(s: Mapping[str, Any]) -> Value | None:
-        x = _num(_dig(s, *keys))
+        x = _num(_dig(s, *_keys(key)))
         return None if x is None else Value(x, "count")
     return get
 
@@ -138,65 +143,53 @@ def wilson(successes: float, n: int, confidence: float = 0.95) -> tuple[float, f
 
 def _share(key: str, n_key: str) -> Callable[[Mapping[str, Any]], Value | None]:
     def get(s: Mapping[str, Any]) -> Value | None:
-        x, n = _num(_dig(s, "answers", key)), _dig(s, "answers", n_key)
+        x, n = _num(_dig(s, *_keys(key))), _dig(s, *_keys(n_key))
         if x is None or not isinstance(n, int) or n <= 0:
             return None
         return Value(x, "share", wilson(round(x * n), n), n)
     return get
 
 
-def _stt_wer(s: Mapping[str, Any]) -> Value | None:
-    x, n, p95 = _num(_dig(s, "stt_wer", "mean")), _dig(s, "stt_wer", "n"), _num(_dig(s, "stt_wer", "p95"))
-    if x is None or not n:
-        return None
-    return Value(x, "ratio", n=n if isinstance(n, int) else None, note="" if p95 is None else f"p95 {p95:.2f}")
+def _mean_p95(key: str) -> Callable[[Mapping[str, Any]], Value | None]:
+    def get(s: Mapping[str, Any]) -> Value | None:
+        x, n, p95 = _num(_dig(s, *_keys(key), "mean")), _dig(s, *_keys(key), "n"), _num(_dig(s, *_keys(key), "p95"))
+        if x is None or not n:
+            return None
+        return Value(x, "ratio", n=n if isinstance(n, int) else None, note="" if p95 is None else f"p95 {p95:.2f}")
+    return get
 
 
-def _audible(s: Mapping[str, Any]) -> Value | None:
-    x, per100 = _num(_dig(s, "revisions", "audible")), _num(_dig(s, "revisions", "audible_per_100_words"))
-    if x is None:
-        return None
-    return Value(x, "count", note="" if per100 is None else f"{per100:.2f} per 100 spoken words")
+def _count_per_100_words(key: str) -> Callable[[Mapping[str, Any]], Value | None]:
+    def get(s: Mapping[str, Any]) -> Value | None:
+        x, per100 = _num(_dig(s, *_keys(key))), _num(_dig(s, *_keys(f"{key}_per_100_words")))
+        if x is None:
+            return None
+        return Value(x, "count", note="" if per100 is None else f"{per100:.2f} per 100 spoken words")
+    return get
 
 
-FIGURES: dict[str, Figure] = {
-    "far_p50": Figure("FAR p50", "FAR p50 ms", _latency("far_ms", "p50")),
-    "far_p95": Figure("FAR p95", "FAR p95 ms", _latency("far_ms", "p95")),
-    "endpointing": Figure("FAR part: endpointing", "endpointing ms", _median("far_breakdown_ms", "endpointing")),
-    "vad_stop": Figure("endpointing part: VAD stop", "VAD stop ms", _median("far_breakdown_ms", "vad_stop")),
-    "stt_final_wait": Figure("endpointing part: wait for the final reading", "final reading ms",
-                             _median("far_breakdown_ms", "stt_final_wait")),
-    "rule_wait": Figure("endpointing part: turn rule's wait", "rule wait ms", _median("far_breakdown_ms", "rule_wait")),
-    "stt": Figure("FAR part: STT", "STT ms", _median("far_breakdown_ms", "stt")),
-    "engine_first_commit": Figure("FAR part: engine to first commit", "engine to commit ms",
-                                  _median("far_breakdown_ms", "engine_first_commit")),
-    "tts_first_audio": Figure("FAR part: TTS to first audio", "TTS ms",
-                              _median("far_breakdown_ms", "tts_first_audio")),
-    "playout": Figure("FAR part: playout", "playout ms", _median("far_breakdown_ms", "playout")),
-    "first_token_to_audio_p50": Figure("first token to audio p50", "token to audio ms",
-                                       _latency("first_token_to_audio_ms", "p50")),
-    "stop_p50": Figure("stop latency p50", "stop p50 ms", _latency("stop_latency_ms", "p50")),
-    "stop_p95": Figure("stop latency p95", "stop p95 ms", _latency("stop_latency_ms", "p95")),
-    "recovery_p50": Figure("recovery (FAR after a barge-in) p50", "recovery ms", _latency("recovery_ms", "p50")),
-    "false_barge_ins": Figure("false barge-ins", "false barge-ins", _count("false_barge_ins")),
-    "false_pauses": Figure("false pauses", "false pauses", _count("false_pauses")),
-    "false_cut_ins": Figure("false cut-ins", "false cut-ins", _count("false_cut_ins")),
-    "heard_text_word_errors": Figure("heard-text word errors", "heard-text errors", _count("heard_text_word_errors")),
-    "stt_wer": Figure("stt_wer (mean)", "stt_wer", _stt_wer),
-    "answers_correct": Figure("answers correct", "correct", _share("correct", "n")),
-    "answers_correct_slots_read": Figure("answers correct, slot words read", "correct, slots read",
-                                         _share("correct_slots_read", "n_slots_read")),
-    "answers_coherent": Figure("answers coherent", "coherent", _share("coherent", "replies")),
-    "wrong_tool_calls": Figure("wrong tool calls", "wrong tool calls", _count("answers", "wrong_tool_calls")),
-    "audible_revisions": Figure("audible revisions", "audible revisions", _audible),
-    "post_synthesis": Figure("post-synthesis revisions (changed after TTS, before playout)", "post-synthesis",
-                             _count("revisions", "post_synthesis")),
-    "churn": Figure("churn (changed before the gate released it)", "churn", _count("revisions", "churn")),
-    "truth_far": Figure("truth: FAR, events against the WAV (p95 of the difference)", "truth FAR Δ ms",
-                        _ms("truth", "far_abs_diff_ms_p95")),
-    "truth_stop": Figure("truth: stop latency, events against the WAV (p95 of the difference)", "truth stop Δ ms",
-                         _ms("truth", "stop_abs_diff_ms_p95")),
-}
+def _reader(r: Result) -> Callable[[Mapping[str, Any]], Value | None]:
+    """How a results row reads its value from summary.json (the catalogue's `Result.read`)."""
+    if r.read in ("p50", "p95"):
+        return _latency(r.key, r.read)
+    if r.read == "share":
+        return _share(r.key, r.n or "")
+    readers = {"median": _median, "ms": _ms, "count": _count, "mean_p95": _mean_p95,
+               "count_per_100_words": _count_per_100_words}
+    return readers[r.read](r.key)
+
+
+def _figures() -> dict[str, Figure]:
+    return {r.name: Figure(r.title, r.column, _reader(r)) for _, r in views(Result)}
+
+
+# the rows of the results page and the names headline.json may use: the figure catalogue's `Result` views
+FIGURES: Mapping[str, Figure] = Live(_figures)
+
+
+def default_headline() -> tuple[str, ...]:
+    """The figures of a headline row that names none."""
+    return tuple(r.name for _, r in views(Result) if r.headline)
 
 
 # ---- printing ----------------------------------------------------------------------------------------------
@@ -434,7 +427,7 @@ def load_headline(path: Path) -> list[HeadlineRow]:
         runs = (run,) if isinstance(run, str) else tuple(run) if isinstance(run, list) else ()
         if not 1 <= len(runs) <= 2 or not all(isinstance(x, str) for x in runs):
             raise ResultsError(f"{path}: row {i}: 'run' must be a run name or a list of two")
-        figures = tuple(r.get("figures") or DEFAULT_HEADLINE)
+        figures = tuple(r.get("figures") or default_headline())
         unknown = [f for f in figures if f not in FIGURES]
         if unknown:
             raise ResultsError(f"{path}: row {i}: unknown figure {', '.join(map(str, unknown))} "

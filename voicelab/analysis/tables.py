@@ -1,6 +1,7 @@
 """Run data as tables: Parquet files with a documented schema, and pandas frames for analysts.
 
-A finished run folder (RUNFOLDER contract) holds three Parquet tables written by `write_parquet(run_dir)`:
+A finished run folder (RUNFOLDER contract) holds three Parquet tables, made here by `parquet_tables(run_dir)` and
+written by the run folder's writer (`voicelab.runs.folder.RunFolder.write_tables`; `write_parquet` does both):
 
 - `events.parquet`: one row per event of events.jsonl (the payload kept whole as JSON, common fields lifted
   into columns);
@@ -15,11 +16,12 @@ Every table carries `run_id`, so a folder of runs can be queried as one table wi
     duckdb.sql("SELECT run_id, avg(far_ms) FROM read_parquet('runs/**/turns.parquet', union_by_name=true) "
                "GROUP BY run_id")
 
-The columns, their Arrow types and meanings are in `SCHEMA` (rendered to docs/data-schema.md by
-`schema_markdown()`; a test keeps the two in step). Times named `*_ms` without a `t_` are durations; `t_ms`
-and the chunk times are milliseconds on the call clock (zero at call start). Nullable everywhere a figure may
-be missing: a missing figure is null, never 0. Columns the metrics add later than this schema are kept, with
-inferred types, after the documented ones.
+The columns, their Arrow types and meanings are in `SCHEMA` (the turns table's from the figure catalogue,
+`voicelab.measure.figures`; rendered to docs/data-schema.md by `schema_markdown()`; a test keeps the two in
+step). Times named `*_ms` without a `t_` are durations; `t_ms` and the chunk times are milliseconds on the call
+clock (zero at call start). Nullable everywhere a figure may be missing: a missing figure is null, never 0.
+Columns a run adds beyond the documented ones (a line run's own figures) are kept, with inferred types, after
+them.
 
 `load_run(path)` reads a run folder into a `RunData` (events, turns, chunks frames; config and summary
 dicts), from the Parquet files when present and otherwise from events.jsonl (a crashed or unfinished run).
@@ -28,8 +30,7 @@ dicts), from the Parquet files when present and otherwise from events.jsonl (a c
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from voicelab.measure.events import Event, EventKind, EventLogError, read_events
+from voicelab.measure.figures import figures
 from voicelab.measure.metrics import summarize, turn_table
 from voicelab.measure.truth import TruthError, analyze_run
 
@@ -59,8 +61,9 @@ class Column:
 
 
 _F, _I, _S, _B = pa.float64(), pa.int32(), pa.string(), pa.bool_()
+ARROW = {"float64": _F, "int32": _I, "int64": pa.int64(), "string": _S, "bool": _B}
 
-SCHEMA: dict[str, list[Column]] = {
+_SCHEMA: dict[str, list[Column]] = {
     "events": [
         Column("run_id", _S, "the run folder's run_id (config.json), so many runs can be read as one table"),
         Column("call_id", _S, "call the event belongs to"),
@@ -72,70 +75,6 @@ SCHEMA: dict[str, list[Column]] = {
         Column("step", _I, "payload.step for engine_snapshot rows, else null"),
         Column("text", _S, "payload.text when present (caller text, STT text, snapshot text, chunk text)"),
         Column("payload", _S, "the whole payload as a JSON object"),
-    ],
-    "turns": [
-        Column("run_id", _S, "run_id of the run"),
-        Column("call_id", _S, "call"),
-        Column("turn", _I, "caller utterance index within the call"),
-        Column("expect", _S, "fixture expectation: null, 'interrupt' or 'no_interrupt' (backchannel)"),
-        Column("far_ms", _F, "first audible response: bot acoustic onset minus caller speech end (events)"),
-        Column("false_cut_in", _B, "the bot's audio started inside this turn's caller speech (ground truth)"),
-        Column("answer_text", _S, "the reply's whole text, tool span included (engine_done)"),
-        Column("coherent", _B, "the reply is a well-formed response of the business's grammar (engines.shop.answers)"),
-        Column("answer_correct", _B, "right intent and exact slots against the fixture's expect_reply"),
-        Column("wrong_tool_call", _B, "a tool call where the fixture expected none (or another one)"),
-        Column("preemptive", _S, "preemptive generation: 'hit' (kept), 'miss' (regenerated) or null (none)"),
-        Column("preempt_wasted_ms", _F, "engine time of preemptive replies that were dropped"),
-        Column("stt_text", _S, "the recogniser's final words for the turn (null: no final transcript)"),
-        Column("stt_wer", _F, "word error rate of stt_text against the fixture's text (project normaliser)"),
-        Column("slots_read", _B, "stt_text holds every slot word of the fixture's expect_reply (null: no slot word)"),
-        Column("endpointing_ms", _F, "caller speech end -> first turn_end"),
-        Column("vad_stop_ms", _F, "of endpointing: caller speech end -> the VAD's last stop before the turn end"),
-        Column("stt_final_wait_ms", _F, "of endpointing: the VAD stop -> the final reading, when it came later"),
-        Column("rule_wait_ms", _F, "of endpointing: the final reading (or the VAD stop) -> the turn rule's end"),
-        Column("stt_ms", _F, "turn_end -> llm_request (stt_final when no llm_request)"),
-        Column("engine_first_commit_ms", _F, "llm_request -> first gate_commit, on the critical path (0 when a "
-                                             "preemptive reply committed before the turn ended)"),
-        Column("gate_to_tts_ms", _F, "first gate_commit -> first tts_request"),
-        Column("tts_first_audio_ms", _F, "first tts_request -> its tts_first_audio"),
-        Column("playout_ms", _F, "tts_first_audio -> bot acoustic onset"),
-        Column("stop_latency_ms", _F, "barge-in: last audible bot sample minus interrupting speech onset"),
-        Column("recovery_ms", _F, "far_ms of an expect='interrupt' turn"),
-        Column("interrupted", _B, "the reply was cut by a barge-in"),
-        Column("heard_word_errors", _I, "word edit distance, kept context vs words played (cut replies)"),
-        Column("false_barge_in", _B, "backchannel turns: the bot stopped anyway"),
-        Column("pauses", _I, "playout pauses (barge-in by pause) attributed by time to this caller utterance"),
-        Column("false_pause", _B, "backchannel turns: the bot paused on it (it should have kept talking)"),
-        Column("resume_gap_ms", _F, "longest paused silence before the bot resumed (null: no resume)"),
-        Column("spoken_words", _I, "words of the reply that were played"),
-        Column("churn", _I, "revisions before release (absorbed by the gate)"),
-        Column("post_synthesis", _I, "revisions after the TTS request, before playout"),
-        Column("audible", _I, "revisions after the text was played (audible defects)"),
-        Column("first_snapshot_ms", _F, "llm_request -> first engine_snapshot"),
-        Column("first_token_ms", _F, "the engine's TTFT: llm_request -> first engine_snapshot with visible text"),
-        Column("first_token_to_audio_ms", _F, "first visible token -> first tts_first_audio of the reply (the "
-                                              "part of FAR the gate controls)"),
-        Column("output_tokens_per_s", _F, "(tokens - 1) / (first visible text -> last snapshot) of that "
-                                          "generation"),
-        Column("first_commit_ms", _F, "llm_request -> first gate_commit, the engine's own time"),
-        Column("engine_ms", _F, "llm_request -> engine_done"),
-        Column("tokens", _I, "tokens generated (engine_done)"),
-        Column("steps", _I, "engine steps (engine_done)"),
-        Column("forwards", _I, "model forward passes (engine_done)"),
-        Column("cancelled", _B, "the generation was cancelled"),
-        Column("chunks", _I, "gate commits of the reply"),
-        Column("errors", _I, "error events of the reply"),
-        Column("spec_hits", _I, "speculative synthesis: held audio played as a committed chunk (null: none "
-                                "speculated)"),
-        Column("spec_drops", _I, "speculative synthesis: held audio thrown away unheard (revised, cut elsewhere, "
-                                 "reply ended)"),
-        Column("tts_ms_saved", _F, "speculative synthesis: synthesis ms already done when the hits' chunks were "
-                                   "requested"),
-        Column("truth_far_ms", _F, "FAR re-derived from the recorded WAV (voicelab.measure.truth)"),
-        Column("truth_stop_latency_ms", _F, "stop latency re-derived from the recorded WAV"),
-        Column("far_diff_ms", _F, "far_ms - truth_far_ms"),
-        Column("stop_diff_ms", _F, "stop_latency_ms - truth_stop_latency_ms"),
-        Column("truth_overlap", _B, "the WAV shows the bot already audible at the caller's speech end"),
     ],
     "chunks": [
         Column("run_id", _S, "run_id of the run"),
@@ -158,6 +97,28 @@ SCHEMA: dict[str, list[Column]] = {
         Column("played", _S, "words heard when cut (playout_stop.played), else null"),
     ],
 }
+
+
+def _turn_columns() -> list[Column]:
+    """The documented turns columns: the catalogue's figures with a dtype, in catalogue order."""
+    return [Column(f.name, ARROW[f.dtype], f.doc) for f in figures() if f.dtype is not None]
+
+
+class _Schema(Mapping[str, list[Column]]):
+    """{table: its columns}; the turns table's come from the figure catalogue each time (a registered figure is
+    in it)."""
+
+    def __getitem__(self, table: str) -> list[Column]:
+        return _turn_columns() if table == "turns" else _SCHEMA[table]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(TABLES)
+
+    def __len__(self) -> int:
+        return len(TABLES)
+
+
+SCHEMA: Mapping[str, list[Column]] = _Schema()
 
 
 def arrow_schema(table: str) -> pa.Schema:
@@ -309,10 +270,11 @@ def _read_run_events(run: Path) -> list[Event]:
         raise AnalysisError(str(exc)) from None
 
 
-def write_parquet(run_dir: str | Path, truth_rows: Iterable[Mapping[str, Any]] | None = None,
-                  events: Iterable[Event] | None = None,
-                  turn_columns: Mapping[tuple[str, int], Mapping[str, Any]] | None = None) -> dict[str, Path]:
-    """Write events/turns/chunks .parquet into a run folder from its events.jsonl; returns their paths.
+def parquet_tables(run_dir: str | Path, truth_rows: Iterable[Mapping[str, Any]] | None = None,
+                   events: Iterable[Event] | None = None,
+                   turn_columns: Mapping[tuple[str, int], Mapping[str, Any]] | None = None) -> dict[str, bytes]:
+    """The events/turns/chunks tables of a run folder, from its events.jsonl, as Parquet files (bytes) for the
+    run folder's writer (`voicelab.runs.folder.RunFolder.write_tables`) to put there.
 
     `truth_rows` are the WAV analyzer's rows; when None they are computed from calls/ if it holds any.
     `turn_columns` sets columns of the turns table by (call_id, turn): figures a run measures outside its events
@@ -332,14 +294,23 @@ def write_parquet(run_dir: str | Path, truth_rows: Iterable[Mapping[str, Any]] |
     for row in turns:
         row.update((turn_columns or {}).get((row["call_id"], row["turn"]), {}))
     tables = {"events": events_rows(rid, evs), "turns": turns, "chunks": chunks_rows(rid, evs)}
-    out = {}
-    for name, rows in tables.items():
-        path = run / f"{name}.parquet"
-        tmp = path.with_name(f".{path.name}.tmp")  # a reader never sees half a table
-        pq.write_table(_table(name, rows, path), tmp)
-        os.replace(tmp, path)
-        out[name] = path
-    return out
+    return {name: _parquet_bytes(_table(name, rows, run / f"{name}.parquet")) for name, rows in tables.items()}
+
+
+def _parquet_bytes(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    return sink.getvalue().to_pybytes()
+
+
+def write_parquet(run_dir: str | Path, truth_rows: Iterable[Mapping[str, Any]] | None = None,
+                  events: Iterable[Event] | None = None,
+                  turn_columns: Mapping[tuple[str, int], Mapping[str, Any]] | None = None) -> dict[str, Path]:
+    """`parquet_tables` written into the run folder by its writer; returns their paths. For callers that make
+    and write the tables in one step; the writing is `voicelab.runs.folder`'s, as for every run folder file."""
+    # imported here: voicelab.runs imports this module at load time, so the reverse waits for the call
+    from voicelab.runs.folder import write_tables
+    return write_tables(Path(run_dir), parquet_tables(run_dir, truth_rows, events, turn_columns))
 
 
 # ---- reading ---------------------------------------------------------------------------------------------
@@ -486,6 +457,12 @@ class Runs:
         return self._concat("chunks")
 
 
+def is_finished(run: Path) -> bool:
+    """A sealed run folder: summary.json written and no INCOMPLETE marker (a run killed mid-write keeps it).
+    The reading side of `voicelab.runs.folder.is_sealed`, which the writer owns (a test keeps them alike)."""
+    return (run / "summary.json").is_file() and not (run / "INCOMPLETE").exists()
+
+
 def find_runs(root: str | Path) -> list[Path]:
     """Finished run folders (those with summary.json) at or below root, sorted by path."""
     p = Path(root)
@@ -493,7 +470,7 @@ def find_runs(root: str | Path) -> list[Path]:
         raise AnalysisError(f"{p}: no such folder")
     found = sorted({s.parent for s in p.rglob("summary.json")})
     return [f for f in found if ((f / "events.jsonl").is_file() or (f / "events.parquet").is_file())
-            and not (f / "INCOMPLETE").exists()]  # unsealed (killed mid-write): not finished
+            and is_finished(f)]
 
 
 def load_runs(root: str | Path) -> Runs:

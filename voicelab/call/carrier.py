@@ -29,7 +29,7 @@ import numpy as np
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
-from voicelab.call import mulaw, protocol
+from voicelab.call import protocol
 from voicelab.call.figures import Said, reply_turn
 from voicelab.call.line import LineStats
 from voicelab.call.pacing import FRAME_SAMPLES, LINE_RATE, FrameClock
@@ -41,6 +41,7 @@ from voicelab.measure.events import EventKind, EventWriter
 from voicelab.measure.playout import AudibleTracker
 from voicelab.measure.recording import CallRecorder
 from voicelab.pcm import to_int16
+from voicelab.pipeline.transport import mulaw
 
 K = EventKind
 _NS = 1_000_000_000

@@ -17,23 +17,21 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import soxr
 
 from engines.shop import corpus
 from engines.shop.answers import score_reply
+from engines.tool_span import strip_spans
+from voicelab.pcm import SAMPLE_RATE
+from voicelab.speech.streaming import Recognizer
 from voicelab.speech.text import recognizer_text
 
-READ_RATE = 16000
 _GAP_S = 0.2  # silence put between the stretches of one reply
 # what the recogniser's normaliser makes of a slot's value
 _HEARD_SLOTS = {"number": r"\d[\d ]*\d|\d", "spoken": r"\d[\d ]*\d|\d", "name": r"[a-z']+"}
-
-
-class Recognizer(Protocol):
-    def transcribe(self, audio: np.ndarray) -> Any: ...
 
 
 @dataclass(frozen=True)
@@ -60,14 +58,14 @@ def reply_audio(bot: np.ndarray, sr: int, spans: list[tuple[float, float]]) -> n
         a, b = max(0, int((on - 0.05) * sr)), min(bot.size, int((off + 0.1) * sr))
         pieces += [bot[a:b].astype(np.float32) / 32768.0, gap]
     audio = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
-    return soxr.resample(audio, sr, READ_RATE).astype(np.float32) if sr != READ_RATE and audio.size else audio
+    return soxr.resample(audio, sr, SAMPLE_RATE).astype(np.float32) if sr != SAMPLE_RATE and audio.size else audio
 
 
 @lru_cache(maxsize=1)
 def _spoken_patterns() -> list[tuple[str, re.Pattern[str]]]:
     out = []
     for key, (_intent, text) in corpus.REPLIES.items():
-        spoken = re.sub(r"^\s*\[[^\]]*\]\s*", "", text)  # the tool span is never spoken
+        spoken = strip_spans(text, "").lstrip()  # the tool span is never spoken
         parts, seen, pos = [], set(), 0
         for m in re.finditer(r"\{(\w+)\}", spoken):
             lit = recognizer_text(spoken[pos:m.start()])

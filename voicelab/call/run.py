@@ -31,6 +31,7 @@ from voicelab.call.pacing import LINE_RATE
 from voicelab.call.readback import ReadBack, Recognizer, read_back
 from voicelab.fixtures.format import Fixture, load_fixture, select
 from voicelab.measure.events import Event, EventKind, EventWriter, read_events
+from voicelab.measure.figures import line_columns, line_not_measured
 from voicelab.measure.intervals import latency_stats
 from voicelab.measure.metrics import summarize, turn_table
 from voicelab.measure.truth import TruthError, analyze_run, call_truth_dict
@@ -39,16 +40,10 @@ from voicelab.runs.folder import EVENTS, RunFolder
 K = EventKind
 # What a recording of the line cannot show: the agent's insides (its turn end, recogniser, model, TTS) and what
 # it did with the words (tool calls, context kept after a cut). summary.json sets these to None and lists them.
-NOT_MEASURED = (
-    "far_breakdown_ms", "heard_text_word_errors", "false_pauses", "pauses", "resume_gap_ms", "false_cut_ins",
-    "stt_wer", "tool_calls", "first_token_to_audio_ms", "preemptive", "speculative", "revisions",
-    "engine_figures", "price",
-)
-
-
+# The figure catalogue says, figure by figure, what a line run measures.
+NOT_MEASURED = line_not_measured()  # as the catalogue stood at import; the run reads it afresh
 # turns.csv / turns.parquet columns a line run sets from its recording (answers from the read-back words)
-LINE_TURN_COLUMNS = ("talk_over_ms", "readback_text", "answer_text", "answer_correct", "coherent", "wrong_tool_call",
-                     "false_barge_in_by")
+LINE_TURN_COLUMNS = line_columns()
 
 
 @dataclass(frozen=True)
@@ -192,10 +187,11 @@ def line_run_summary(events: list[Event], rows: list[dict[str, Any]], results: S
                      meta: dict[str, Any], truth: list[dict[str, Any]] | None, rule: BargeInRule,
                      readback: bool) -> dict[str, Any]:
     s = summarize(events, meta, truth=truth)
-    for key in NOT_MEASURED:
+    unseen = line_not_measured()
+    for key in unseen:
         s[key] = None
     s["measured_from"] = "line"
-    s["not_measured"] = list(NOT_MEASURED) + ([] if readback else ["answers"])
+    s["not_measured"] = list(unseen) + ([] if readback else ["answers"])
     s["answers"] = _answers(rows) if readback else None
     answered = [r for r in rows if r["expect"] != "no_interrupt"]
     s["talk_over_ms"] = latency_stats([r["talk_over_ms"] for r in answered if r.get("talk_over_ms") is not None])
@@ -257,9 +253,10 @@ def run_line_calls(url: str, fixtures: Sequence[Fixture], out: Path, *, opts: Ca
         truth = None
         notes.append(f"truth analyzer: {e}")
     try:
-        from voicelab.analysis.tables import write_parquet
-        write_parquet(run_dir, truth_rows=truth, events=events,
-                      turn_columns={(r["call_id"], r["turn"]): {k: r.get(k) for k in LINE_TURN_COLUMNS} for r in rows})
+        from voicelab.analysis.tables import parquet_tables  # pandas, pyarrow: loaded once the calls are over
+
+        folder.write_tables(parquet_tables(run_dir, truth_rows=truth, events=events, turn_columns={
+            (r["call_id"], r["turn"]): {k: r.get(k) for k in line_columns()} for r in rows}))
     except Exception as e:
         notes.append(f"parquet tables not written: {type(e).__name__}: {e}")
     summary = line_run_summary(events, rows, results,

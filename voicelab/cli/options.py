@@ -14,10 +14,12 @@ from typer._click import core as click_core  # typer carries its own click: its 
 from typer._click.exceptions import UsageError
 from typer.core import TyperCommand
 
+from engines.registry import SPEC_GRAMMAR
 from engines.simulated.profiles import PROFILES
 from voicelab.gate import ShaperParams
-from voicelab.pipeline.config import BARGE_IN_HELP, DEFAULT_GREETING, STT_HELP, TURN_HELP, PipelineConfig
+from voicelab.pipeline.config import STT_HELP, PipelineConfig
 from voicelab.rules.tool_reason import TOOL_REASON_HELP
+from voicelab.rules.turn_kinds import BARGE_IN_HELP, TURN_HELP
 
 ENGINE, GATE, SPEECH, BARGE, SCALE, OUTPUT = ("engine", "gate", "speech and turns", "barge-in", "scale and faults",
                                               "output")
@@ -47,9 +49,9 @@ class HintingCommand(TyperCommand):
         return super().parse_args(ctx, args)
 
 
-Engine = Annotated[str, typer.Option(
-    help="diffusion, ar, a checkpoint folder, replay:TRACE.jsonl, openai:MODEL, mercury:MODEL[+diffusing], "
-         f"profile:NAME[@http] (profiles: {', '.join(PROFILES)}; see `voicelab profiles`)", rich_help_panel=ENGINE)]
+ENGINE_HELP = (f"an engine spec: {SPEC_GRAMMAR} (PATH: a checkpoint folder; profiles: {', '.join(PROFILES)}, see "
+               "`voicelab profiles`; docs/engines.md)")
+Engine = Annotated[str, typer.Option(help=ENGINE_HELP, rich_help_panel=ENGINE)]
 BaseUrl = Annotated[str | None, typer.Option(
     help="HTTP engines: the server's .../v1 URL (a vLLM, llama.cpp, Ollama or `voicelab mock-engine` server; "
          "default: the provider's own)", rich_help_panel=ENGINE)]
@@ -101,13 +103,21 @@ KeepLeadingMs = Annotated[float, typer.Option(help="Piper's leading silence kept
                                               rich_help_panel=SPEECH)]
 BargeIn = Annotated[str, typer.Option(help=BARGE_IN_HELP, rich_help_panel=BARGE)]
 
-RUN_DEFAULTS: dict[str, Any] = {
-    "engine": "diffusion", "base_url": None, "api_key_env": None, "sampler": None, "step_ms": None,
-    "policy": "pinned", "first_chunk_words": 2, "min_words": 4, "max_words": 14, "max_hold_ms": 250.0,
-    "speculative_tts": None, "tool_reason": "words", "stt": PipelineConfig.stt, "stt_early_final": False,
-    "stt_beam": 1, "stt_lm": PipelineConfig.stt_lm, "vad": "silero", "vad_stop_ms": 200.0, "vad_start_ms": 200.0, "turn": "decide",
-    "preemptive": False, "greeting": DEFAULT_GREETING, "keep_leading_ms": 20.0, "barge_in": "pause",
-}
+
+def _run_defaults() -> dict[str, Any]:
+    """The shared options' defaults, read from the default PipelineConfig (and its shaper) so they cannot drift:
+    the inverse of `pipeline_config` (ms where the config keeps seconds; -1 where it keeps None: keep all)."""
+    cfg = PipelineConfig()
+    same = ("engine", "base_url", "api_key_env", "sampler", "step_ms", "policy", "speculative_tts", "tool_reason",
+            "stt", "stt_early_final", "stt_beam", "stt_lm", "vad", "turn", "preemptive", "greeting", "barge_in")
+    return {k: getattr(cfg, k) for k in same} | {
+        "first_chunk_words": cfg.shaper.first_min_words, "min_words": cfg.shaper.min_words,
+        "max_words": cfg.shaper.max_words, "max_hold_ms": cfg.shaper.max_hold_ms,
+        "vad_stop_ms": round(cfg.vad_stop_secs * 1000.0, 6), "vad_start_ms": round(cfg.vad_start_secs * 1000.0, 6),
+        "keep_leading_ms": -1.0 if cfg.keep_leading_ms is None else cfg.keep_leading_ms}
+
+
+RUN_DEFAULTS: dict[str, Any] = _run_defaults()
 
 
 def pipeline_config(*, engine: str, base_url: str | None, api_key_env: str | None, sampler: str | None,

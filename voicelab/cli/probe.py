@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from engines.errors import CheckpointError, EngineSpecError, EngineStreamError
+from engines.registry import SPEC_GRAMMAR, kind_of
 from voicelab.cli.common import fail
 from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
 from voicelab.pipeline.options import OptionsError, check_engine, check_out_dir
@@ -29,8 +30,7 @@ def verdict(report: dict) -> list[str]:
 
 
 def probe(
-    engine: Annotated[str, typer.Argument(help="an engine spec: diffusion, ar, a folder, replay:, openai:MODEL, "
-                                         "mercury:MODEL[+diffusing], profile:NAME[@http]")],
+    engine: Annotated[str, typer.Argument(help=f"an engine spec: {SPEC_GRAMMAR} (PATH: a checkpoint folder)")],
     out: Annotated[Path | None, typer.Option(help="folder for probe.json and probe.png (default: "
                                              "runs/probe/<engine>)")] = None,
     sampler: Annotated[str | None, typer.Option(help="the tiny engines' sampler (threshold, low_confidence, "
@@ -44,6 +44,9 @@ def probe(
     from engines.registry import open_engine_spec
 
     try:
+        kind = kind_of(engine)
+        if not kind.probe:
+            raise EngineSpecError(f"engine '{engine}': voicelab probe does not take {kind.name} engines")
         cfg = PipelineConfig(engine=engine, sampler=sampler, base_url=base_url, api_key_env=api_key_env)
         check_engine(cfg)
         out = out or Path("runs") / "probe" / cfg.slug().removesuffix("-pinned")

@@ -124,12 +124,12 @@ def sweep(
     """Run engines x samplers x policies x shaper settings x fixtures; resumable; ends with a Pareto plot."""
     from voicelab.analysis import AnalysisError
     from voicelab.runs import sweep as sweep_mod
-    from voicelab.runs.sweep import SweepError, SweepGrid, parse_shaper, run_sweep
+    from voicelab.runs.sweep import SweepError, SweepMatrix, parse_shaper, run_sweep
 
     if runner not in RUNNERS:
         fail(f"--runner '{runner}': one of {', '.join(RUNNERS)}")
     try:
-        grid = SweepGrid(
+        matrix = SweepMatrix(
             engines=tuple(engine or ["diffusion"]),
             samplers=tuple(None if s == "default" else s for s in (sampler or ["default"])),
             policies=tuple(policy or ["prefix"]),
@@ -140,9 +140,9 @@ def sweep(
             repeat=repeat,
         )
         if runner == "pipeline":  # every cell's engine and sampler, before the first cell runs
-            for cell in grid.cells():
+            for cell in matrix.cells():
                 check_engine(PipelineConfig(engine=cell.engine, sampler=cell.sampler, policy=cell.policy))
-        res = run_sweep(grid, out, sweep_mod.RUNNERS[runner], ray_address=ray, cpus_per_cell=cpus_per_task,
+        res = run_sweep(matrix, out, sweep_mod.RUNNERS[runner], ray_address=ray, cpus_per_cell=cpus_per_task,
                         echo=typer.echo)
     except (SweepError, AnalysisError, PipelineConfigError, CheckpointError, EngineSpecError) as exc:
         fail(str(exc))

@@ -13,6 +13,7 @@ from voicelab.cli.common import fail, quiet_pipecat_logs
 from voicelab.gate import GateConfigError
 from voicelab.pipeline.config import PipelineConfigError
 from voicelab.pipeline.options import check_engine
+from voicelab.rules.turn_kinds import models_needed
 from voicelab.web.options import DEFAULT_RUNS_DIR, ServeError, ServeOptions
 
 D = o.RUN_DEFAULTS
@@ -91,7 +92,9 @@ def serve(
     from voicelab.web.app import create_app
 
     pool = ResourcePool()
-    typer.echo(f"loading {cfg.engine_label()} ({cfg.sampler or 'default sampler'}) and the Piper voice…")
+    turn_models = sorted(models_needed(cfg.turn, cfg.barge_in))  # what the turn-end and barge-in kinds need
+    typer.echo(f"loading {cfg.engine_label()} ({cfg.sampler or 'default sampler'}), the Piper voice"
+               f"{' and the turn models: ' + ', '.join(turn_models) if turn_models else ''}…")
     try:
         pool.preload(cfg)  # fail here, with a message, rather than in the first browser session
     except Exception as e:  # CheckpointError, a missing voice package, a bad sampler name ...

@@ -2,12 +2,12 @@
 
 Pure Python (no pipecat, no torch). Every observer writes `Event`s; `voicelab.measure.metrics` reads them.
 
-Turn attribution (the contract the metrics rely on):
+Turn attribution (the contract the figures rely on, `voicelab.measure.metrics`):
 - caller events (`caller_clip_*`, `caller_speech_*`) carry the fixture index of their utterance;
 - everything on the reply path (`turn_end` .. `llm_request`, `engine_*`, `gate_commit`, `tool_call`, `tts_*`,
   `playout_*`, `bot_audible_*`, `context_update`) carries the turn of the caller utterance being answered
   (the "reply turn"), including the tail of a reply that keeps playing while the next caller speaks;
-- `interruption` may carry any turn: the metrics attribute it by time to the caller utterance that caused it;
+- `interruption` may carry any turn: the figures attribute it by time to the caller utterance that caused it;
 - call-level events (`call_start`, `call_end`, `error` outside a turn) use turn -1.
 """
 
@@ -78,7 +78,7 @@ class EventKind(StrEnum):
     CLOCK_SYNC = "clock_sync"  # payload: page_send_ms, page_recv_ms (a ping's round trip), server_ms
 
 
-# Payload keys the metrics read; rows missing them are refused on write and on read.
+# Payload keys the figures read; rows missing them are refused on write and on read.
 REQUIRED_PAYLOAD: dict[EventKind, tuple[str, ...]] = {
     EventKind.ENGINE_SNAPSHOT: ("step", "text"),
     EventKind.GATE_COMMIT: ("chunk_id", "text", "start_char", "end_char"),
@@ -131,7 +131,7 @@ class Event:
 
 
 def validate_event(e: Event) -> None:
-    """Raise EventLogError if the kind is unknown or a payload key the metrics need is missing."""
+    """Raise EventLogError if the kind is unknown or a payload key the figures need is missing."""
     try:
         kind = EventKind(e.kind)
     except ValueError:

@@ -35,13 +35,13 @@ Per turn (`turn_table`), with t(kind) the call-clock time of the named event of 
   the reply (the part of FAR the gate controls; docs/metrics.md), and output tokens/s after it (`_engine_timing`).
 Each definition is one step below, testable alone: `_attributed_reply` (which rows answer a turn), `_onset`,
 `_anchors` and `_critical_path` (the FAR breakdown), `_stop_latency`, `_heard`, `_revisions`, `_preemptive`,
-`_engine_figures`, `_speculative`; `_turn_row` only assembles them.
+`_engine_figures`, `_speculative`; `_turn_facts` gathers them into a `TurnFacts`, from which the figure catalogue
+(`voicelab.measure.figures`) takes each column, and from whose rows it makes each summary.json value.
 Percentiles interpolate linearly between order statistics; a figure without samples is None, never 0.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -51,14 +51,13 @@ import numpy as np
 
 from engines.shop.answers import parse_expect, score_reply
 from engines.snapshot import Snapshot
-from voicelab.measure import intervals
+from engines.tool_span import strip_spans
+from voicelab.measure import figures, intervals
 from voicelab.measure.events import Event, EventKind, revised_char_offsets
-from voicelab.measure.pauses import pauses_by_turn
+from voicelab.measure.pauses import TurnPauses, pauses_by_turn
 from voicelab.speech.wer import comparable_words, word_error_rate
 
 K = EventKind
-BREAKDOWN_PARTS = ("endpointing", "stt", "engine_first_commit", "tts_first_audio", "playout",
-                   "vad_stop", "stt_final_wait", "rule_wait")  # the last three: endpointing's own parts
 
 
 # ---- small numeric helpers -----------------------------------------------------------------------------
@@ -87,13 +86,10 @@ def _ms(a_ns: int | None, b_ns: int | None) -> float | None:
     return (b_ns - a_ns) / 1e6
 
 
-_TOOL_SPAN = re.compile(r"\[[^\]]*\]")
-
-
 def spoken_words(text: str) -> list[str]:
     """Words for comparing heard text: tool spans dropped, lower case, punctuation trimmed off each word."""
     out = []
-    for w in _TOOL_SPAN.sub(" ", text).lower().split():
+    for w in strip_spans(text).lower().split():
         w = w.strip(".,;:!?\"'()[]{}…—–-")
         if w:
             out.append(w)
@@ -403,9 +399,8 @@ def _anchors(reply: list[Event]) -> _Anchors:
                     commit=commit, tts_request=_t(tts_req_e), tts_first_audio=_t(tts_first_e))
 
 
-FAR_PARTS = ("endpointing_ms", "stt_ms", "engine_first_commit_ms", "gate_to_tts_ms", "tts_first_audio_ms",
-             "playout_ms")  # add up to far_ms
-ENDPOINTING_PARTS = ("vad_stop_ms", "stt_final_wait_ms", "rule_wait_ms")  # add up to endpointing_ms
+FAR_PARTS = tuple(f.name for f in figures.parts_of("far_ms"))  # add up to far_ms
+ENDPOINTING_PARTS = tuple(f.name for f in figures.parts_of("endpointing_ms"))  # add up to endpointing_ms
 
 
 def _critical_path(speech_end: int | None, at: _Anchors, onset: int | None) -> dict[str, float | None]:
@@ -492,49 +487,62 @@ def _engine_figures(reply: list[Event], at: _Anchors) -> dict[str, Any]:
     }
 
 
-def _turn_row(call_id: str, turn: int, evs: list[Event]) -> dict[str, Any]:
-    """One row of `turn_table` (without the per-call columns): the utterance, its reply and every figure."""
+@dataclass(frozen=True, slots=True)
+class TurnFacts:
+    """What one caller turn's figures are computed from: the utterance, the reply that answers it (after a false
+    cut-in, the later answer), the call's rows, and the steps below applied to them. Each figure's entry in
+    `voicelab.measure.figures` says which of these its value is."""
+
+    call_id: str
+    turn: int
+    said: _Utterance
+    reply: list[Event]
+    events: list[Event]  # the whole call's rows
+    far: float | None  # ms, unrounded
+    cut_in: bool
+    preemptive: str | None
+    preempt_wasted: float
+    heard_errors: int | None
+    played_words: int
+    cut: bool  # the reply was cut by a barge-in
+    revisions: RevisionCounts | None
+    answer: dict[str, Any]
+    stt: dict[str, Any]
+    slots_read: bool | None
+    path: dict[str, float | None]  # the critical path's parts
+    stop_latency: float | None
+    engine: dict[str, Any]
+    speculative: dict[str, Any]
+    barged: bool  # an interruption while the bot spoke was attributed to this turn (`_false_barge_ins`)
+    pauses: TurnPauses | None  # its playout pauses (`pauses_by_turn`)
+
+    def count(self, kind: str) -> int:
+        """Rows of this kind in the reply."""
+        return sum(1 for e in self.reply if e.kind == kind)
+
+
+def _turn_facts(call_id: str, turn: int, evs: list[Event], barged: set[int],
+                paused: Mapping[int, TurnPauses]) -> TurnFacts:
+    """The facts of one caller turn (`barged`, `paused`: the call's false barge-ins and pauses by turn)."""
     said = _utterance(evs, turn)
     reply = _attributed_reply(evs, turn)
-    first_onset = _t(_onset(reply, evs))
-    cut_in = _false_cut_in(said, first_onset)
+    cut_in = _false_cut_in(said, _t(_onset(reply, evs)))
     if cut_in:
         reply = _after_cut_in(reply, said)
     onset = _t(_onset(reply, evs))
-    far = _ms(said.end, onset)
     preempt, wasted = _preemptive(reply)
     heard_errors, played_words, cut = _heard(reply)
-    rev = _revisions(reply)
     at = _anchors(reply)
     answered = next((e for e in reversed(reply) if e.kind == K.ENGINE_DONE and not e.payload.get("cancelled")),
                     None)
     stt = _stt_figures(evs, turn, said.text)
-    return {
-        "call_id": call_id,
-        "turn": turn,
-        "expect": said.expect,
-        "far_ms": _r(far),
-        "false_cut_in": cut_in,
-        **_answer(answered, said.expect_reply),
-        "preemptive": preempt,
-        "preempt_wasted_ms": _r(wasted) if preempt is not None else None,
-        **stt,
-        "slots_read": slots_read(stt["stt_text"], said.expect_reply),
-        **_critical_path(said.end, at, onset),
-        "stop_latency_ms": _r(_stop_latency(evs, turn, said, onset)),
-        "recovery_ms": _r(far) if said.expect == "interrupt" else None,
-        "interrupted": cut,
-        "heard_word_errors": heard_errors,
-        "false_barge_in": None,  # filled per call in turn_table
-        "spoken_words": played_words,
-        "churn": None if rev is None else rev.churn,
-        "post_synthesis": None if rev is None else rev.post_synthesis,
-        "audible": None if rev is None else rev.audible,
-        **_engine_figures(reply, at),
-        "chunks": sum(1 for e in reply if e.kind == K.GATE_COMMIT),
-        "errors": sum(1 for e in reply if e.kind == K.ERROR),
-        **_speculative(reply),
-    }
+    return TurnFacts(
+        call_id=call_id, turn=turn, said=said, reply=reply, events=evs, far=_ms(said.end, onset), cut_in=cut_in,
+        preemptive=preempt, preempt_wasted=wasted, heard_errors=heard_errors, played_words=played_words, cut=cut,
+        revisions=_revisions(reply), answer=_answer(answered, said.expect_reply), stt=stt,
+        slots_read=slots_read(stt["stt_text"], said.expect_reply), path=_critical_path(said.end, at, onset),
+        stop_latency=_stop_latency(evs, turn, said, onset), engine=_engine_figures(reply, at),
+        speculative=_speculative(reply), barged=turn in barged, pauses=paused.get(turn))
 
 
 def slots_read(reading: str | None, expect: Any) -> bool | None:
@@ -626,162 +634,28 @@ def _false_barge_ins(evs: list[Event]) -> set[int]:
 
 
 def turn_table(events: Iterable[Event]) -> list[dict[str, Any]]:
-    """One row per caller utterance (call_id, turn order); see the module doc for each column."""
+    """One row per caller utterance (call_id, turn order), a column per computed figure of the catalogue
+    (`voicelab.measure.figures`; docs/metrics.md says what each is)."""
     rows: list[dict[str, Any]] = []
     for call_id, evs in sorted(_by_call(events).items()):
         turns = sorted({e.turn for e in evs if e.kind in (K.CALLER_SPEECH_START, K.CALLER_SPEECH_END)})
-        false_hits = _false_barge_ins(evs)
+        barged = _false_barge_ins(evs)
         paused = pauses_by_turn(evs)
-        for turn in turns:
-            row = _turn_row(call_id, turn, evs)
-            if row["expect"] == "no_interrupt":
-                row["false_barge_in"] = turn in false_hits
-            p = paused.get(turn)
-            row["pauses"] = 0 if p is None else p.pauses
-            row["false_pause"] = row["pauses"] > 0 if row["expect"] == "no_interrupt" else None
-            row["resume_gap_ms"] = _r(max(p.resume_gaps_ms)) if p is not None and p.resume_gaps_ms else None
-            rows.append(row)
+        rows += [figures.turn_row(_turn_facts(call_id, turn, evs, barged, paused)) for turn in turns]
     return rows
 
 
 # ---- summary.json --------------------------------------------------------------------------------------
 
-def _vals(rows: Iterable[Mapping[str, Any]], key: str) -> list[float]:
-    return [r[key] for r in rows if r.get(key) is not None]
-
-
-def _answer_stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Shares of correct (of the replies the fixtures score) and coherent (of all replies) answers."""
-    scored = [r for r in rows if r.get("answer_correct") is not None]
-    replies = [r for r in rows if r.get("coherent") is not None]
-    read = [r for r in scored if r.get("slots_read")]
-    return {"correct": _r(sum(r["answer_correct"] for r in scored) / len(scored), 3) if scored else None,
-            "correct_slots_read": _r(sum(r["answer_correct"] for r in read) / len(read), 3) if read else None,
-            "n_slots_read": len(read),
-            "coherent": _r(sum(r["coherent"] for r in replies) / len(replies), 3) if replies else None,
-            "n": len(scored), "replies": len(replies),
-            "wrong_tool_calls": sum(1 for r in scored if r.get("wrong_tool_call"))}
-
-
-def _tool_call_stats(evs: list[Event]) -> dict[str, int]:
-    """tool_call rows by outcome (voicelab.rules.tool_reason); a row without one (older runs) was executed.
-
-    `confirmed` counts calls executed after the caller said yes to a spoken confirmation (`--tool-reason
-    confirm`, voicelab.rules.confirm); a call asked about has an `asked` row first, which is not counted.
-    """
-    outcomes = [e.payload.get("outcome", "executed") for e in evs if e.kind == K.TOOL_CALL]
-    return {"executed": outcomes.count("executed"), "confirmed": outcomes.count("confirmed"),
-            "refused": outcomes.count("refused")}
-
-
-def _wer_stats(values: list[float]) -> dict[str, Any]:
-    """Mean and p95 of per-turn word error rates (null without recognised turns)."""
-    return {"mean": _r(sum(values) / len(values), 3) if values else None,
-            "p95": _r(percentile(values, 95), 3), "n": len(values)}
-
-
-def _sum_or_none(values: list[Any]) -> Any:
-    return sum(values) if values else None
-
-
-def _truth_p95(rows: list[dict[str, Any]], truth: Iterable[Mapping[str, Any]] | None, key: str) -> float | None:
-    if truth is None:
-        return None
-    ours = {(r["call_id"], r["turn"]): r.get(key) for r in rows}
-    diffs = []
-    for t in truth:
-        mine = ours.get((t.get("call_id"), t.get("turn")))
-        if mine is not None and t.get(key) is not None:
-            diffs.append(abs(mine - float(t[key])))
-    return _r(percentile(diffs, 95))
-
-
-def _unreliable_readings(evs: list[Event]) -> dict[str, Any] | None:
-    """Turn ends decided on a reading the recogniser-reliability test rejects, by reason (`turn_decision` rows;
-    None when the run logged none: a turn rule other than `decide`)."""
-    decisions = [e for e in evs if e.kind == K.TURN_DECISION]
-    if not decisions:
-        return None
-    reasons = [e.payload.get("unreliable_reason") or "avg_logprob" for e in decisions
-               if e.payload.get("words_reliable") is False]
-    return {"n": len(reasons), "of": len(decisions), "by_reason": {r: reasons.count(r) for r in sorted(set(reasons))}}
-
-
 def summarize(events: Iterable[Event], config: Mapping[str, Any],
               truth: Iterable[Mapping[str, Any]] | None = None) -> dict[str, Any]:
-    """summary.json (docs/metrics.md) for one configuration.
+    """summary.json (docs/metrics.md) for one configuration: what ran, then each figure's summary as the
+    catalogue declares it (`voicelab.measure.figures`).
 
     `config` gives run_id, engine, sampler and policy. `truth` holds the WAV analyzer's rows (call_id,
     turn, far_ms, stop_latency_ms); without it the truth figures are None.
     """
     evs = list(events)
-    rows = turn_table(evs)
-    answered = [r for r in rows if r["expect"] != "no_interrupt"]
-    breakdown = {part: _r(percentile(_vals(answered, f"{part}_ms"), 50)) for part in BREAKDOWN_PARTS}
-    heard = _vals(rows, "heard_word_errors")
-    backchannels = [r for r in rows if r["expect"] == "no_interrupt"]
-    rev_rows = [r for r in rows if r["churn"] is not None]
-    spoken = sum(r["spoken_words"] for r in rows)
-    audible = _sum_or_none(_vals(rev_rows, "audible"))
-
-    done = [e for e in evs if e.kind == K.ENGINE_DONE and not e.payload.get("cancelled")]
-    engine_rows = {(r["call_id"], r["turn"]): r for r in rows}
-    tokens = forwards = 0
-    seconds = 0.0
-    for e in done:
-        r = engine_rows.get((e.call_id, e.turn))
-        n = e.payload.get("tokens")
-        if r is None or r["engine_ms"] is None or not n:
-            continue
-        tokens += int(n)
-        seconds += r["engine_ms"] / 1000.0
-        forwards += int(e.payload.get("forwards") or 0)
-
-    return {
-        "run_id": config.get("run_id"),
-        "engine": config.get("engine"),
-        "sampler": config.get("sampler"),
-        "policy": config.get("policy"),
-        "calls": len({e.call_id for e in evs}),
-        "turns": len(rows),
-        "far_ms": latency_stats(_vals(answered, "far_ms")),
-        "far_breakdown_ms": breakdown,
-        "stop_latency_ms": latency_stats(_vals(rows, "stop_latency_ms")),
-        "recovery_ms": latency_stats(_vals(rows, "recovery_ms")),
-        "heard_text_word_errors": _sum_or_none(heard),
-        "false_barge_ins": sum(1 for r in backchannels if r["false_barge_in"]) if backchannels else None,
-        "false_pauses": sum(1 for r in backchannels if r["false_pause"]) if backchannels else None,
-        "pauses": sum(r["pauses"] for r in rows),
-        "resume_gap_ms": latency_stats(_vals(rows, "resume_gap_ms")),
-        "false_cut_ins": sum(1 for r in rows if r["false_cut_in"]),
-        "stt_wer": _wer_stats(_vals(rows, "stt_wer")),
-        "unreliable_readings": _unreliable_readings(evs),
-        "answers": _answer_stats(rows),
-        "tool_calls": _tool_call_stats(evs),
-        "first_token_to_audio_ms": latency_stats(_vals(answered, "first_token_to_audio_ms")),
-        "preemptive": {"hit": sum(1 for r in rows if r.get("preemptive") == "hit"),
-                       "miss": sum(1 for r in rows if r.get("preemptive") == "miss"),
-                       "wasted_engine_ms": _r(sum(r.get("preempt_wasted_ms") or 0.0 for r in rows))},
-        "speculative": {"hits": _sum_or_none(_vals(rows, "spec_hits")),
-                        "drops": _sum_or_none(_vals(rows, "spec_drops")),
-                        "tts_ms_saved": _r(_sum_or_none(_vals(rows, "tts_ms_saved")))},
-        "revisions": {
-            "churn": _sum_or_none(_vals(rev_rows, "churn")),
-            "post_synthesis": _sum_or_none(_vals(rev_rows, "post_synthesis")),
-            "audible": audible,
-            "spoken_words": spoken,
-            "audible_per_100_words": (_r(100.0 * audible / spoken, 3)
-                                      if audible is not None and spoken > 0 else None),
-        },
-        "engine_figures": {
-            "first_commit_ms_p50": _r(percentile(_vals(rows, "first_commit_ms"), 50)),
-            "tokens_per_s": _r(tokens / seconds, 2) if tokens and seconds > 0 else None,
-            "forwards_per_token": _r(forwards / tokens, 3) if tokens and forwards else None,
-            "ttft_ms_p50": _r(percentile(_vals(rows, "first_token_ms"), 50)),
-            "output_tokens_per_s_p50": _r(percentile(_vals(rows, "output_tokens_per_s"), 50), 2),
-        },
-        "truth": {
-            "far_abs_diff_ms_p95": _truth_p95(rows, truth, "far_ms"),
-            "stop_abs_diff_ms_p95": _truth_p95(rows, truth, "stop_latency_ms"),
-        },
-    }
+    data = figures.SummaryData(turn_table(evs), evs, None if truth is None else list(truth), percentile=percentile,
+                               latency_stats=latency_stats)
+    return {**{k: config.get(k) for k in ("run_id", "engine", "sampler", "policy")}, **figures.summary(data)}

@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
+from voicelab.pcm import SAMPLE_RATE
+
 
 class Track:
     """Mono int16 audio on the call clock that grows (doubling) as samples arrive."""
@@ -40,7 +42,7 @@ class Track:
 class CallRecorder:
     """Stereo call audio on the call clock: left = caller as played in, right = bot as heard (int16)."""
 
-    def __init__(self, sample_rate: int = 16000, seconds: float = 60.0) -> None:
+    def __init__(self, sample_rate: int = SAMPLE_RATE, seconds: float = 60.0) -> None:
         self.sample_rate = sample_rate
         self.tracks = {"left": Track(sample_rate, seconds), "right": Track(sample_rate, seconds)}
         self.end = 0  # samples recorded so far (max over both channels)

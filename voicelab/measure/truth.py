@@ -42,6 +42,7 @@ import soundfile as sf
 from voicelab.measure import onset
 from voicelab.measure.events import Event, read_events
 from voicelab.measure.metrics import percentile, turn_table
+from voicelab.pcm import SAMPLE_RATE
 
 GOAL_MS = 20.0  # docs/metrics.md: events and WAV agree within this at p95
 EXPECTS = (None, "interrupt", "no_interrupt")
@@ -77,7 +78,7 @@ class CallTruth:
 
 
 def call_truth_dict(call_id: str, utterances: Iterable[Any], fixture: str | None = None,
-                    fixture_path: str | None = None, sample_rate: int | None = 16000,
+                    fixture_path: str | None = None, sample_rate: int | None = SAMPLE_RATE,
                     texts: Mapping[int, str] | Sequence[str] | None = None) -> dict[str, Any]:
     """The calls/<call_id>.json object.
 

@@ -29,7 +29,6 @@ from pipecat.services.stt_service import STTService
 from pipecat.workers.runner import WorkerRunner
 
 from engines.protocol import EngineLike
-from voicelab.call.line_codec import on_line
 from voicelab.fixtures.format import Fixture
 from voicelab.gate import ToolCall
 from voicelab.measure.calllog import CallLog
@@ -37,26 +36,24 @@ from voicelab.measure.events import EventKind, EventWriter
 from voicelab.measure.recording import CallRecorder
 from voicelab.pipeline.config import STREAMED_STT, PipelineConfig
 from voicelab.pipeline.observers import EventObserver
-from voicelab.pipeline.processors.confirm_processor import ToolConfirmation
-from voicelab.pipeline.processors.faults_wrappers import (
-    FaultyEngine,
-    SttFaults,
-    faulty_tts_factory,
-    hang_up_when_due,
-)
+from voicelab.pipeline.processors.confirm_replies import ToolConfirmation
+from voicelab.pipeline.processors.faults_wrappers import FaultyEngine, SttFaults, hang_up_when_due
 from voicelab.pipeline.processors.gate_processor import GateProcessor, ToolHandler
 from voicelab.pipeline.processors.greeting import GreetingProcessor
 from voicelab.pipeline.processors.preempt_hold import PreemptHold
 from voicelab.pipeline.processors.speculative_processor import SpeculativeGateProcessor
 from voicelab.pipeline.processors.watchdog import Limits, SttFinalWatchdog, WatchedEngine, run_within
 from voicelab.pipeline.resources import Resources
+from voicelab.pipeline.services.faulty_tts import faulty_tts_factory
 from voicelab.pipeline.services.llm_service import EngineLLMService
 from voicelab.pipeline.services.shared_voice import serialized
 from voicelab.pipeline.services.speculative_tts import SpeculativePiperTTS
-from voicelab.pipeline.services.stt_pocketsphinx import PocketsphinxSTTService, TranscriptSTTService
-from voicelab.pipeline.services.stt_whisper import SharedRecognizer, StreamingWhisperSTT, load_recognizer
+from voicelab.pipeline.services.stt_pocketsphinx import PocketsphinxSTTService
+from voicelab.pipeline.services.stt_transcript import TranscriptSTTService
+from voicelab.pipeline.services.stt_whisper import SharedRecognizer, StreamedPassesSTT, load_recognizer
 from voicelab.pipeline.services.tts_piper import PackagedPiperTTS
 from voicelab.pipeline.transport.fixture_input import FixturePlayerInput
+from voicelab.pipeline.transport.line_codec import on_line
 from voicelab.pipeline.transport.recording_output import RecordingOutput
 from voicelab.pipeline.turns.factory import turn_strategies, vad_analyzer
 from voicelab.pipeline.turns.turn_models import TurnModels
@@ -69,7 +66,10 @@ K = EventKind
 
 
 @dataclass
-class CallResult:
+class RecordedCall:
+    """One fixture call played through the pipeline in process, as `run_call` returns it (a call placed over a
+    line is `voicelab.call.carrier.CallResult`)."""
+
     call_id: str
     fixture: Fixture
     log: CallLog
@@ -93,8 +93,7 @@ def stt_service(cfg: PipelineConfig, log: CallLog, *, decoder: Any = None,
     if cfg.stt in STREAMED_STT:
         if recognizer is None or recognizer.kind != cfg.stt:  # none yet, or one loaded for another --stt
             recognizer = load_recognizer(cfg.stt, beam_size=cfg.stt_beam, lm_weight=cfg.stt_lm)
-        return StreamingWhisperSTT(recognizer=recognizer, sample_rate=sr,
-                                 interim=interim or cfg.preemptive)
+        return StreamedPassesSTT(recognizer=recognizer, sample_rate=sr, interim=interim or cfg.preemptive)
     if cfg.stt == "pocketsphinx":
         return PocketsphinxSTTService(decoder=decoder, sample_rate=sr)
     return TranscriptSTTService(log, sample_rate=sr)
@@ -128,7 +127,7 @@ def make_tool_handler(tool_reason: str, llm: EngineLLMService, log: CallLog,
     the engine answered and the engine's commit-time confidence on the span), execute it (appended to `tools`,
     put back into the engine's history) or refuse it (appended with its reason, never into the history).
 
-    Mode `confirm` may also ask (`voicelab.pipeline.processors.confirm_processor`, set as `llm.confirmation`): the row says
+    Mode `confirm` may also ask (`voicelab.pipeline.processors.confirm_replies`, set as `llm.confirmation`): the row says
     `asked` and gives the `question` the gate says instead of the engine's words; the caller's yes brings the
     call back in the next reply, where it runs with outcome `confirmed`.
 
@@ -188,7 +187,7 @@ def turn_vad(cfg: PipelineConfig, stt: STTService, models: TurnModels | None = N
     """The user aggregator's VAD; with Whisper it also reports the speech's first silent frame to the recognizer,
     which starts its final pass then instead of at the confirmed stop (voicelab.pipeline.turns.vad_pausing)."""
     vad = vad_analyzer(cfg, models)
-    watch = cfg.stt_early_final and isinstance(stt, StreamingWhisperSTT)
+    watch = cfg.stt_early_final and isinstance(stt, StreamedPassesSTT)
     return PausingReportVAD(vad, stt.speech_pausing) if watch else vad
 
 
@@ -235,7 +234,7 @@ def build_core(cfg: PipelineConfig, log: CallLog, *, engine: EngineLike, voice: 
 async def run_call(fixture: Fixture, cfg: PipelineConfig, res: Resources, call_id: str, *,
                    writer: EventWriter | None = None,
                    tts_factory: Any = None, engine: Any = None, limits: Limits | None = None,
-                   faults: tuple[Fault, ...] = (), own_decoder: bool = False) -> CallResult:
+                   faults: tuple[Fault, ...] = (), own_decoder: bool = False) -> RecordedCall:
     """Play one fixture through a fresh pipeline in real time; return what the run folder keeps of it.
 
     `tts_factory(voice=, log=, sample_rate=, keep_leading_ms=)` and `engine` replace the TTS and the engine
@@ -312,7 +311,7 @@ async def run_call(fixture: Fixture, cfg: PipelineConfig, res: Resources, call_i
             "scheduled": [asdict(c) for c in scheduler.scheduled()],
             "context": context.get_messages(), "tool_calls": tools,
             "player_max_lag_ms": round(player.stats.max_lag_ms, 1)}
-    return CallResult(call_id=call_id, fixture=fixture, log=log, stereo=recorder.stereo(), sample_rate=sr,
+    return RecordedCall(call_id=call_id, fixture=fixture, log=log, stereo=recorder.stereo(), sample_rate=sr,
                       meta=meta, truth=truth, duration_s=recorder.end / sr,
                       player_max_lag_ms=player.stats.max_lag_ms,
                       context=list(context.get_messages()), tool_calls=tools, errors=log.errors)

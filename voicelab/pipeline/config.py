@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from engines.registry import parse_spec
 from voicelab.gate import GatePolicy, ShaperParams
 from voicelab.rules.tool_reason import ToolReasonError
 from voicelab.rules.tool_reason import parse_mode as parse_tool_reason
+from voicelab.rules.turn_kinds import BargeInSpec, TurnSpec, TurnSpecError, parse_barge_in, parse_turn
 from voicelab.speech.caller_lm import DEFAULT_LM_WEIGHT
 
 STT_CHOICES = ("whisper", "whisper-base", "moonshine", "pocketsphinx", "transcript")
@@ -29,21 +30,13 @@ STT_HELP = ("whisper (tiny.en from a package, streamed passes), whisper-base (Wh
             "English, from two packages: the same passes), moonshine (Moonshine base from a package, the same "
             "passes: more accurate on real voices, ~3x the cost), pocketsphinx (streaming, fast, inaccurate) or "
             "transcript (the fixture's own text: STT out of the budget)")
-BARGE_IN_HELP = ("pause (the VAD pauses the bot, then its words decide: stop for good or resume), vad (any "
-                 "speech stops the bot) or words:N (N recognised words while the bot talks)")
-TURN_HELP = ("decide (smart-turn on the audio and the tiny decision model on the words, re-scored as the "
-             "silence grows), smart[:MS] (smart-turn v3 after the VAD stop; an unfinished-sounding turn ends "
-             "after MS of silence, default 2000) or timeout:MS (a fixed silence)")
 
 
 DEFAULT_GREETING = "Riverside Bike Works, how can I help?"
-# engine spec kinds whose decoding is fixed (no --sampler): hosted streams and timing profiles
-FIXED_DECODING = ("openai", "mercury", "profile")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 LINES = ("direct", "mulaw8k")  # how the caller's audio reaches the pipeline (voicelab.call.line_codec)
-MIN_TURN_MS = 50  # a turn silence below this is a value given in seconds
 CLIP_GRID_UNIT_MS = 160  # lcm(20 ms player frames, 32 ms Silero windows)
 
 
@@ -55,7 +48,7 @@ class PipelineConfigError(ValueError):
 class PipelineConfig:
     """One configuration of the pipeline (see the module doc). `label` names it in reports."""
 
-    engine: str = "diffusion"  # an engine spec (engines/registry.py): diffusion, ar, a folder, replay:, profile:…
+    engine: str = "diffusion"  # an engine spec (engines.registry.SPEC_GRAMMAR): diffusion, ar, a folder, replay:, …
     base_url: str | None = None  # HTTP engines: the server's …/v1 URL (None: the provider's own)
     api_key_env: str | None = None  # HTTP engines: the NAME of the variable holding the key, never the key
     sampler: str | None = None  # None: the engine's default (threshold / autoregressive)
@@ -112,8 +105,8 @@ class PipelineConfig:
             raise PipelineConfigError(f"stt_lm: {self.stt_lm} is not in 0..10 (the language model's weight)")
         if self.vad not in ("silero", "webrtc"):
             raise PipelineConfigError(f"vad: '{self.vad}' is not silero or webrtc")
-        self.barge_in_words()
-        self.turn_timeout()
+        self.barge_in_spec()
+        self.turn_spec()
         if not 0.0 < self.vad_stop_secs <= 3.0:
             raise PipelineConfigError(f"vad_stop_secs: {self.vad_stop_secs} is not in (0, 3]")
         if not 0.0 < self.vad_start_secs <= 1.0:
@@ -147,53 +140,41 @@ class PipelineConfig:
         if self.step_ms is not None and not 0.0 < self.step_ms <= 2000.0:
             raise PipelineConfigError(f"step_ms: {self.step_ms} is not in (0, 2000] ms")
 
+    def barge_in_spec(self) -> BargeInSpec:
+        """The barge-in kind and its word count (`voicelab.rules.turn_kinds.BARGE_IN_KINDS`)."""
+        try:
+            return parse_barge_in(self.barge_in)
+        except TurnSpecError as e:
+            raise PipelineConfigError(str(e)) from None
+
     def barge_in_words(self) -> int | None:
         """None for VAD or pause barge-in, else the word count."""
-        if self.barge_in in ("vad", "pause"):
-            return None
-        kind, _, n = self.barge_in.partition(":")
-        if kind != "words" or not n.isdigit() or int(n) < 1:
-            raise PipelineConfigError(f"barge_in: '{self.barge_in}' is not {BARGE_IN_HELP}")
-        return int(n)
+        return self.barge_in_spec().words
 
-    def turn_timeout(self) -> tuple[str, float]:
-        """("decide", 0), ("smart", max silence for an unfinished turn) or ("timeout", silence timeout), in s;
-        the spec gives milliseconds (`timeout:600`), like every duration the lab takes."""
-        kind, _, s = self.turn.partition(":")
-        if kind == "decide" and not s:
-            return "decide", 0.0
-        if kind == "smart" and not s:
-            return "smart", 2.0
+    def turn_spec(self) -> TurnSpec:
+        """The turn-end kind and the silence its spec gives, in s (`voicelab.rules.turn_kinds.TURN_KINDS`); the
+        spec gives milliseconds (`timeout:600`), like every duration the lab takes."""
         try:
-            value = float(s)
-        except ValueError:
-            value = -1.0
-        if kind not in ("smart", "timeout") or value <= 0:
-            raise PipelineConfigError(f"turn: '{self.turn}' is not {TURN_HELP}")
-        if value < MIN_TURN_MS:
-            raise PipelineConfigError(f"turn: '{self.turn}': the silence is in milliseconds ({kind}:"
-                                      f"{value * 1000:g} for {value:g} s)")
-        return kind, value / 1000.0
+            return parse_turn(self.turn)
+        except TurnSpecError as e:
+            raise PipelineConfigError(str(e)) from None
 
     def engine_label(self) -> str:
-        """diffusion, ar, replay, the folder's name, or KIND-NAME for HTTP and profile specs (folder-safe)."""
-        if self.engine.startswith("replay:"):
-            return "replay"
-        kind, sep, rest = self.engine.partition(":")
-        if sep and kind in FIXED_DECODING:
-            return f"{kind}-{re.sub(r'[^A-Za-z0-9._]+', '-', rest).strip('-')}"
-        return self.engine if self.engine in ("diffusion", "ar") else Path(self.engine).name
+        """The engine's kind names it (engines.registry.KINDS): diffusion, ar, replay, the folder's name, or
+        KIND-NAME for HTTP and profile specs (folder-safe)."""
+        return parse_spec(self.engine).label
 
     def slug(self) -> str:
         """Short config name for folder names, e.g. diffusion-threshold-pinned."""
         if self.label:
             return self.label
         policy = self.policy.replace(":", "")
-        sampler = self.sampler or {"diffusion": "threshold", "ar": "autoregressive"}.get(self.engine, "default")
+        engine = parse_spec(self.engine)
+        sampler = self.sampler or engine.kind.default_samplers.get(engine.name, "default")
         spec = [f"spec{self.speculative_tts:g}"] if self.speculative_tts is not None else []
         spec += [f"step{self.step_ms:g}ms"] if self.step_ms is not None else []
         spec += [self.line] if self.line != "direct" else []
-        if self.engine.partition(":")[0] in FIXED_DECODING:  # no sampler to name: the decoding is the engine's
+        if engine.kind.fixed_decoding:  # no sampler to name: the decoding is the engine's
             return "-".join([self.engine_label(), policy, *spec])
         return "-".join([self.engine_label(), sampler, policy, *spec])
 

@@ -23,6 +23,7 @@ from voicelab.pipeline.services.stt_pocketsphinx import new_decoder
 from voicelab.pipeline.services.stt_whisper import SharedRecognizer, load_recognizer
 from voicelab.pipeline.services.tts_piper import load_voice
 from voicelab.pipeline.turns.turn_models import TurnModels
+from voicelab.rules.turn_kinds import DECISION
 
 EngineKey = tuple[str, str | None, str | None, str | None, int, float | None]
 RecognizerKey = tuple[str, int, float]
@@ -142,8 +143,8 @@ def recognizer_key(cfg: PipelineConfig) -> RecognizerKey | None:
 
 
 def wants_decision(cfg: PipelineConfig) -> bool:
-    """Whether the configuration's turn end asks the decision model."""
-    return cfg.turn_timeout()[0] == "decide"
+    """Whether the configuration's turn-end kind asks the decision model (`voicelab.rules.turn_kinds`)."""
+    return DECISION in cfg.turn_spec().entry.models
 
 
 def open_engine_for(cfg: PipelineConfig) -> EngineLike:

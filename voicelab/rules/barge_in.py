@@ -244,6 +244,12 @@ class PausedBot:
             self.speech_from_ms = None
             self.stopped_at_ms = now_ms
 
+    def onset_quiet(self, turn_vad_speaking: bool) -> None:
+        """The pause trigger's early VAD hears quiet: the caller has stopped, unless the turn VAD still hears them
+        (a click or a breath the turn VAD never confirmed ends the caller's speech here)."""
+        if not turn_vad_speaking:
+            self.caller_speaking = False
+
     def speech_ms(self, now_ms: float) -> float | None:
         """How long the caller has spoken in this pause (None: unknown, the turn VAD's start came before it)."""
         if self.speech_ms_done is None:

@@ -1,6 +1,8 @@
 """When to end the caller's turn: a pure rule on smart-turn's and the decision model's P(complete).
 
-Plain Python (no torch), so the pipeline, the tests and an analysis notebook share one copy.
+Plain Python (no torch), so the pipeline, the tests and an analysis notebook share one copy. `DecideTurnEnd`
+(at the end) is the rule as a turn runs it, on timed events: the pipeline's adapter and the turn bench's replay
+both run that one class.
 
 Turn end (`decide_turn`), re-scored every 100 ms as the silence after the caller's speech grows.
 Each evidence source gives P(the turn is complete): smart-turn from the audio (prosody), the
@@ -57,6 +59,7 @@ complete (the decision model on garbage says "complete" more often than "cut off
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import Enum
 
@@ -145,3 +148,128 @@ def decide_turn(silence_ms: float, audio_p: float | None, text_p: float | None,
     resumed_pause_ms: the longest pause in this turn the caller went on after."""
     need, why = required_silence_ms(audio_p, text_p, th, resumed_pause_ms)
     return TurnDecision(TurnAction.END if silence_ms >= need else TurnAction.WAIT, need, why)
+
+
+@dataclass(frozen=True)
+class TurnVerdict:
+    """`DecideTurnEnd.verdict`: the rule applied to the silence so far."""
+
+    end: bool  # the turn ends now
+    silence_ms: float  # since the caller's estimated end of speech
+    required_ms: float  # the silence these scores need, with the VAD's `start_secs` on waits above the floor
+    reason: str
+    words_used: bool  # the words' P(complete) was evidence (False: none yet, or left out as unreliable)
+    due_s: float | None  # seconds until the silence reaches `required_ms` (None: no final words yet)
+
+
+class DecideTurnEnd:
+    """The turn end of `--turn decide` on timed events: the one copy the pipeline and the turn bench both run.
+
+    Times are seconds on any one clock: the pipeline's adapter (`DecideTurnEndStopStrategy`) feeds
+    `time.monotonic()`, the bench (`DecideTurnEndReplay`) the case's virtual clock. Events: the VAD's start
+    (`vad_started`, with its `start_secs`) and stop (`vad_stopped`, with its `stop_secs`), smart-turn's
+    P(complete) (`audio_scored`), a final transcript (`final_heard`) and the decision model's P(complete) on the
+    words (`text_scored`). Questions: whether a verdict may be given yet (`may_decide`, `verdict_from_s`), the
+    verdict now (`verdict`) and the moment the turn ends if nothing else happens (`end_at_s`).
+
+    What it adds to `required_silence_ms`:
+    - the silence counts from the caller's estimated end of speech, the VAD stop minus `stop_secs`;
+    - every wait above the floor also covers the VAD's `start_secs`: speech that resumes is seen only that late,
+      so a wait meant to outlast a pause must outlast the pause plus that lag;
+    - the resumed pause: a VAD start after a stop inside the turn records the pause the caller went on after
+      (its speech began `start_secs` before the start), and every later wait in the turn lasts at least that;
+    - no verdict before the turn has final words, nor before the stretch's final transcript is in or
+      `final_wait_s` has passed since the VAD stop without one (a partial misses the last words, and those,
+      "... my appointment on", decide a cut-off).
+    """
+
+    def __init__(self, thresholds: TurnThresholds | None = None, final_wait_s: float = 1.0,
+                 start_secs: float = 0.2) -> None:
+        self.thresholds = thresholds or TurnThresholds()
+        self.final_wait_s = final_wait_s
+        self.start_secs = start_secs  # the VAD's start window (updated from its starts)
+        self.speaking = False  # the VAD hears the caller
+        self.speech_end_s: float | None = None  # the caller's estimated end of speech (None: speaking, or no stop)
+        self.stopped_at_s: float | None = None  # the VAD's last stop
+        self.stop_in_turn = False  # the last VAD stop came inside the turn
+        self.resumed_pause_ms = 0.0  # the longest pause inside this turn after which the caller went on
+        self.audio_p: float | None = None  # smart-turn's P(complete) on this stretch
+        self.text_p: float | None = None  # the decision model's P(complete) on the latest words scored
+        self.final_words = ""  # the turn's words in final transcripts
+        self.final_at_s: float | None = None  # when this stretch's final transcript landed (None: not yet)
+
+    def new_turn(self) -> None:
+        """A user turn opened or closed: nothing heard so far counts for the next turn end."""
+        self.final_words, self.text_p, self.resumed_pause_ms = "", None, 0.0
+        self.speech_end_s = self.audio_p = self.final_at_s = None
+
+    def vad_started(self, now_s: float, start_secs: float, in_turn: bool = True) -> None:
+        """The VAD confirmed speech `start_secs` after it began: what was concluded about the silence is stale."""
+        self.start_secs = start_secs
+        self.speaking = True
+        if self.speech_end_s is not None and self.stop_in_turn and in_turn:
+            # the caller went on after a pause inside the turn; the speech resumed start_secs ago
+            pause_ms = (now_s - start_secs - self.speech_end_s) * 1000.0
+            self.resumed_pause_ms = max(self.resumed_pause_ms, pause_ms)
+        self.speech_end_s = self.audio_p = None
+
+    def vad_stopped(self, now_s: float, stop_secs: float, in_turn: bool = True) -> None:
+        """The VAD confirmed silence `stop_secs` after the speech ended; this stretch's final is still to come."""
+        self.speaking = False
+        self.final_at_s = None
+        self.speech_end_s = now_s - stop_secs
+        self.stopped_at_s = now_s
+        self.stop_in_turn = in_turn
+
+    def audio_scored(self, p: float | None) -> None:
+        self.audio_p = p
+
+    def final_heard(self, now_s: float, turn_words: str) -> None:
+        """A final transcript landed; `turn_words`: all the turn's final words so far."""
+        self.final_words = turn_words
+        self.final_at_s = now_s
+
+    def text_scored(self, p: float | None) -> None:
+        self.text_p = p
+
+    def may_decide(self, now_s: float) -> bool:
+        """Whether a verdict may be given: this stretch's final is in, or `final_wait_s` passed without one."""
+        if self.final_at_s is not None:
+            return True
+        return self.stopped_at_s is not None and now_s - self.stopped_at_s >= self.final_wait_s
+
+    def verdict_from_s(self) -> float:
+        """The first moment `may_decide` holds after the last VAD stop (inf: no stop yet)."""
+        if self.stopped_at_s is None:
+            return math.inf
+        if self.final_at_s is not None:
+            return max(self.stopped_at_s, self.final_at_s)
+        return self.stopped_at_s + self.final_wait_s
+
+    def required_ms(self, words_reliable: bool = True) -> tuple[float, str, float | None]:
+        """(required silence in ms, the rule's reason, the text P(complete) used as evidence)."""
+        th = self.thresholds
+        # words the recogniser does not trust may be left out as evidence (off by default: TurnThresholds)
+        text_p = self.text_p if words_reliable or not th.drop_unreliable_words else None
+        need, why = required_silence_ms(self.audio_p, text_p, th, self.resumed_pause_ms)
+        if need > th.floor_ms:
+            need += self.start_secs * 1000.0
+        return need, why, text_p
+
+    def verdict(self, now_s: float, words_reliable: bool = True) -> TurnVerdict:
+        """The rule on the silence so far (ask only when `may_decide`); `words_reliable`: the scored words pass
+        the recogniser's decode-failure test."""
+        silence_ms = 0.0 if self.speech_end_s is None else (now_s - self.speech_end_s) * 1000.0
+        need, why, text_p = self.required_ms(words_reliable)
+        words = bool(self.final_words)
+        return TurnVerdict(end=words and silence_ms >= need, silence_ms=silence_ms, required_ms=need, reason=why,
+                           words_used=text_p is not None,
+                           due_s=(need - silence_ms) / 1000.0 if words else None)
+
+    def end_at_s(self, not_before_s: float, words_reliable: bool = True) -> float | None:
+        """When the turn ends if nothing else happens, given no verdict before `not_before_s` (None: never, on
+        what has been heard: no final words, or the caller is speaking)."""
+        if not self.final_words or self.speech_end_s is None:
+            return None
+        need, _, _ = self.required_ms(words_reliable)
+        return max(self.speech_end_s + need / 1000.0, not_before_s)

@@ -4,35 +4,20 @@ Two shapes. The narrow one (default) fits an 80-column terminal: one small table
 the FAR breakdown in one cell, a flags cell naming only the defects present, two-line headers; the overall
 figures as rows (figure | value [95 % interval]), one column per configuration. `--wide` prints the old
 one-row-per-turn tables with a column per figure. Every figure of the wide tables is in the narrow ones.
+Which figures each table shows, under what header and in what order, is the figure catalogue's
+(`voicelab.measure.figures`: its `Column`, `Part`, `Flag`, `Wide` and `Overall` views).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import groupby
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-# the critical path of a reply, in order; a part a run did not measure is left out of the cell
-BREAKDOWN = (("ep", "endpointing_ms"), ("stt", "stt_ms"), ("eng", "engine_first_commit_ms"),
-             ("gate", "gate_to_tts_ms"), ("tts", "tts_first_audio_ms"), ("play", "playout_ms"))
-# endpointing's own parts: the VAD's stop, the wait for the final reading, the turn rule's wait
-ENDPOINTING = (("vad", "vad_stop_ms"), ("final", "stt_final_wait_ms"), ("rule", "rule_wait_ms"))
-# defects a turn can have: (label, key, kind); "bool" shows the label when true, "count" shows "label N" when N > 0
-FLAGS = (("false cut-in", "false_cut_in", "bool"), ("false BI", "false_barge_in", "bool"),
-         ("false pause", "false_pause", "bool"), ("heard err", "heard_word_errors", "count"),
-         ("churn", "churn", "count"), ("post-syn", "post_synthesis", "count"), ("audible", "audible", "count"),
-         ("wrong tool", "wrong_tool_call", "bool"), ("incoherent", "coherent", "false"),
-         ("errors", "errors", "count"))
-WIDE_TURN_COLUMNS = (("call", "call_id"), ("turn", "turn"), ("expect", "expect"), ("FAR ms", "far_ms"),
-                     ("endpt", "endpointing_ms"), ("stt", "stt_ms"), ("engine", "engine_first_commit_ms"),
-                     ("tts", "tts_first_audio_ms"), ("playout", "playout_ms"), ("stop ms", "stop_latency_ms"),
-                     ("heard err", "heard_word_errors"), ("false BI", "false_barge_in"),
-                     ("false pause", "false_pause"), ("churn", "churn"), ("post-syn", "post_synthesis"),
-                     ("audible", "audible"), ("answer ok", "answer_correct"), ("coherent", "coherent"),
-                     ("errors", "errors"))
+from voicelab.measure.figures import Column, Flag, Overall, Part, Wide, parts_of, views
 
 
 def _f(x: Any, nd: int = 0) -> str:
@@ -53,33 +38,67 @@ def _pci(stats: Mapping[str, Any] | None, key: str) -> str:
     return fig if not ci or ci[0] is None else f"{fig} [{ci[0]:.0f}–{ci[1]:.0f}]"
 
 
-def breakdown_cell(row: Mapping[str, Any]) -> str:
-    """'ep 431 (vad 250 final 31 rule 150) stt 0 eng 27 …': the critical path's parts this turn has figures for."""
+def _dig(s: Mapping[str, Any], dotted: str) -> Any:
+    cur: Any = s
+    for k in dotted.split("."):
+        if not isinstance(cur, Mapping):
+            return None
+        cur = cur.get(k)
+    return cur
+
+
+def _part_label(name: str) -> str:
+    return next(p.label for f, p in views(Part) if f.name == name)
+
+
+def breakdown_cell(row: Mapping[str, Any], of: str = "far_ms") -> str:
+    """'ep 431 (vad 250 final 31 rule 150) stt 0 eng 27 …': the parts of a figure (the FAR's critical path) this
+    turn has values for, each with its own parts in brackets; a part a run did not measure is left out."""
     parts = []
-    for label, key in BREAKDOWN:
-        if row.get(key) is None:
+    for f in parts_of(of):
+        if row.get(f.name) is None:
             continue
-        cell = f"{label} {_f(row[key])}"
-        inner = [f"{lab} {_f(row[k])}" for lab, k in ENDPOINTING if row.get(k) is not None]
-        parts.append(f"{cell} ({' '.join(inner)})" if key == "endpointing_ms" and inner else cell)
+        cell = f"{_part_label(f.name)} {_f(row[f.name])}"
+        inner = [f"{_part_label(g.name)} {_f(row[g.name])}" for g in parts_of(f.name) if row.get(g.name) is not None]
+        parts.append(f"{cell} ({' '.join(inner)})" if inner else cell)
     return " ".join(parts)
 
 
 def flags_cell(row: Mapping[str, Any]) -> str:
-    """The defects present in a turn, by name ('' for a clean turn)."""
+    """The defects present in a turn, by name ('' for a clean turn): a flag shows its label when its figure is
+    true ("true") or false ("false"), "label N" when it counts N > 0 ("positive")."""
     out = []
-    for label, key, kind in FLAGS:
-        v = row.get(key)
-        if kind == "bool" and v is True or kind == "false" and v is False:
-            out.append(label)
-        elif kind == "count" and isinstance(v, int | float) and not isinstance(v, bool) and v > 0:
-            out.append(f"{label} {_f(v)}")
+    for f, flag in views(Flag):
+        v = row.get(f.name)
+        if flag.when == "true" and v is True or flag.when == "false" and v is False:
+            out.append(flag.label)
+        elif flag.when == "positive" and isinstance(v, int | float) and not isinstance(v, bool) and v > 0:
+            out.append(f"{flag.label} {_f(v)}")
     return ", ".join(out)
 
 
-def _answer_mark(row: Mapping[str, Any]) -> str:
-    v = row.get("answer_correct")
-    return "—" if v is None else ("ok" if v else "wrong")
+def _cell(show: str, v: Any) -> str:
+    """A narrow table's cell: "num", "blank" (nothing for a missing value), "ok_wrong" (an answer's mark)."""
+    if show == "blank":
+        return _f(v) if v else ""
+    if show == "ok_wrong":
+        return "—" if v is None else ("ok" if v else "wrong")
+    return _f(v)
+
+
+def _narrow_table(call_id: Any) -> tuple[Table, list[Callable[[Mapping[str, Any]], str]]]:
+    """The narrow table of one call, and how each of its cells is made from a turn's row: the catalogue's
+    columns, the breakdown cell after the figure whose parts it lists (FAR), the flags last."""
+    t = Table(title=f"call {call_id}", title_justify="left", expand=False, pad_edge=False)
+    cells: list[Callable[[Mapping[str, Any]], str]] = []
+    for f, c in views(Column):
+        t.add_column(c.header, **{k: v for k, v in (("justify", c.justify), ("overflow", c.overflow)) if v})
+        cells.append(lambda r, name=f.name, show=c.show: _cell(show, r.get(name)))
+        if parts_of(f.name):
+            t.add_column("breakdown ms", overflow="fold", ratio=3)
+            cells.append(lambda r, name=f.name: breakdown_cell(r, name))
+    t.add_column("flags", overflow="fold", ratio=2)
+    return t, [*cells, flags_cell]
 
 
 def print_turns(console: Console, rows: list[dict[str, Any]], title: str = "per turn", *,
@@ -87,25 +106,18 @@ def print_turns(console: Console, rows: list[dict[str, Any]], title: str = "per 
     """Per-turn figures: one table per call (narrow), or one row per turn with a column per figure (`wide`)."""
     if wide:
         t = Table(title=title)
-        for name, _ in WIDE_TURN_COLUMNS:
-            t.add_column(name, justify="left" if name in ("call", "expect") else "right")
+        cols = views(Wide)
+        for _, w in cols:
+            t.add_column(w.header, justify="left" if w.left else "right")
         for r in rows:
-            t.add_row(*[_f(r.get(k)) for _, k in WIDE_TURN_COLUMNS])
+            t.add_row(*[_f(r.get(f.name)) for f, _ in cols])
         console.print(t)
         return
     console.print(f"[bold]{title}[/bold]")
     for call_id, turns in groupby(rows, key=lambda r: r.get("call_id")):
-        t = Table(title=f"call {call_id}", title_justify="left", expand=False, pad_edge=False)
-        t.add_column("turn", justify="right")
-        t.add_column("expect", overflow="fold")
-        t.add_column("FAR\nms", justify="right")
-        t.add_column("breakdown ms", overflow="fold", ratio=3)
-        t.add_column("stop\nms", justify="right")
-        t.add_column("answer")
-        t.add_column("flags", overflow="fold", ratio=2)
+        t, cells = _narrow_table(call_id)
         for r in turns:
-            t.add_row(_f(r.get("turn")), _f(r.get("expect")) if r.get("expect") else "", _f(r.get("far_ms")),
-                      breakdown_cell(r), _f(r.get("stop_latency_ms")), _answer_mark(r), flags_cell(r))
+            t.add_row(*[cell(r) for cell in cells])
         console.print(t)
 
 
@@ -121,21 +133,19 @@ def print_faults(console: Console, rows: list[dict[str, Any]]) -> None:
     console.print(t)
 
 
-def _read_cell(s: Mapping[str, Any]) -> str:
-    """Answers correct on the turns whose slot words the recogniser read (metrics.slots_read)."""
-    a = s.get("answers") or {}
-    return "—" if a.get("correct_slots_read") is None else f"{100 * a['correct_slots_read']:.1f} % of {a.get('n_slots_read')}"
-
-
-def _answer_cells(s: Mapping[str, Any]) -> tuple[str, str, str]:
-    """'answer acc' (correct of the replies the fixtures score, with n), 'coherent' (of all replies) and tool
-    calls executed/confirmed/refused, for the overall table: FAR beside whether the answers were right."""
-    a = s.get("answers") or {}
-    tools = s.get("tool_calls") or {}
-    acc = "—" if a.get("correct") is None else f"{100 * a['correct']:.1f} % of {a.get('n')}"
-    coh = "—" if a.get("coherent") is None else f"{100 * a['coherent']:.1f} %"
-    return acc, coh, (f"{_f(tools.get('executed'))}/{_f(tools.get('confirmed'))}/{_f(tools.get('refused'))}"
-                      if tools else "—")
+def _overall_cell(s: Mapping[str, Any], o: Overall) -> str:
+    """One value of the overall table: a percentile with its interval, a share (of n), parts joined by '/', or a
+    number."""
+    v = _dig(s, o.key)
+    if o.show in ("p50", "p95"):
+        return _pci(v if isinstance(v, Mapping) else None, o.show)
+    if o.show == "share_of":
+        return "—" if v is None else f"{100 * v:.1f} % of {_dig(s, o.n) if o.n else None}"
+    if o.show == "share":
+        return "—" if v is None else f"{100 * v:.1f} %"
+    if o.show == "parts":
+        return "/".join(_f(v.get(p)) for p in o.parts) if v else "—"
+    return _f(v, o.nd)
 
 
 def config_label(s: Mapping[str, Any]) -> str:
@@ -144,24 +154,7 @@ def config_label(s: Mapping[str, Any]) -> str:
 
 def summary_figures(s: Mapping[str, Any]) -> list[tuple[str, str]]:
     """(figure, value) pairs of one summary, the order of the overall table; intervals in brackets."""
-    rev = s["revisions"]
-    acc, coh, tools = _answer_cells(s)
-    return [
-        ("turns", _f(s["turns"])),
-        ("FAR p50 ms", _pci(s["far_ms"], "p50")), ("FAR p95 ms", _pci(s["far_ms"], "p95")),
-        ("stop latency p50 ms", _pci(s["stop_latency_ms"], "p50")),
-        ("stop latency p95 ms", _pci(s["stop_latency_ms"], "p95")),
-        ("recovery p50 ms", _pci(s["recovery_ms"], "p50")),
-        ("heard-text word errors", _f(s["heard_text_word_errors"])),
-        ("false barge-ins", _f(s["false_barge_ins"])), ("false pauses", _f(s.get("false_pauses"))),
-        ("false cut-ins", _f(s.get("false_cut_ins"))),
-        ("audible revisions / 100 words", _f(rev["audible_per_100_words"], 2)),
-        ("churn", _f(rev["churn"])), ("post-synthesis revisions", _f(rev["post_synthesis"])),
-        ("answers correct", acc), ("answers correct, slot words read", _read_cell(s)), ("answers coherent", coh), ("tool calls run/confirmed/refused", tools),
-        ("engine first commit p50 ms", _f(s["engine_figures"]["first_commit_ms_p50"])),
-        ("engine tokens/s", _f(s["engine_figures"]["tokens_per_s"])),
-        ("truth: FAR Δp95 ms (events vs WAV)", _f(s["truth"]["far_abs_diff_ms_p95"])),
-    ]
+    return [(o.label, _overall_cell(s, o)) for _, o in views(Overall)]
 
 
 def print_summary(console: Console, summaries: Sequence[dict[str, Any]], *, wide: bool = False) -> None:

@@ -4,7 +4,8 @@
     RUN/events.jsonl       the event rows, appended as they happen (a crash keeps what happened)
     RUN/calls/ID.wav       the recorded call, stereo (left caller, right bot) on the call clock
     RUN/calls/ID.json      the call's ground truth and what it left (context, tool calls, schedule)
-    RUN/turns.csv          the per-turn table; RUN/{events,turns,chunks}.parquet the analysis tables
+    RUN/turns.csv          the per-turn table; RUN/{events,turns,chunks}.parquet the analysis tables (made by
+                           `voicelab.analysis.tables.parquet_tables`, written here)
     RUN/summary.json       the figures: written LAST, it seals the folder
     RUN/INCOMPLETE         present from creation until the seal: a killed run says so
 
@@ -115,6 +116,11 @@ def write_bytes(path: Path, data: bytes) -> Path:
     return path
 
 
+def write_tables(run: Path, tables: Mapping[str, bytes]) -> dict[str, Path]:
+    """RUN/<name>.parquet for each table (`voicelab.analysis.tables.parquet_tables` makes them), atomically."""
+    return {name: write_bytes(Path(run) / f"{name}.parquet", data) for name, data in tables.items()}
+
+
 def write_wav(path: Path, audio: np.ndarray, sample_rate: int) -> Path:
     """16-bit PCM WAV (mono or stereo frames x channels), atomically."""
     buf = io.BytesIO()
@@ -179,6 +185,10 @@ class RunFolder:
                 w = csv.DictWriter(f, fieldnames=list(rows[0]))
                 w.writeheader()
                 w.writerows(rows)
+
+    def write_tables(self, tables: Mapping[str, bytes]) -> dict[str, Path]:
+        """The Parquet tables ({events,turns,chunks}.parquet), from `voicelab.analysis.tables.parquet_tables`."""
+        return write_tables(self.path, tables)
 
     def write_notes(self, notes: Sequence[str]) -> None:
         if notes:

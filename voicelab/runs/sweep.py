@@ -1,9 +1,9 @@
-"""`voicelab sweep`: every configuration of a grid (engines x samplers x policies x phrase-shaper settings x
+"""`voicelab sweep`: every configuration of a matrix (engines x samplers x policies x phrase-shaper settings x
 fixtures), resumable, locally or on a Ray cluster, ending with a Pareto plot of FAR p50 against audible
 defects per 100 spoken words.
 
 Layout of a sweep folder:
-    OUT/sweep.json            the grid and its cells (rewritten at each start)
+    OUT/sweep.json            the matrix (under "grid") and its cells (rewritten at each start)
     OUT/cells/<cell_id>/...   one run folder per cell, written by the cell runner
     OUT/matrix.json           list of the finished cells' summaries (docs/metrics.md), with cell_id and label
     OUT/pareto.csv, pareto.png
@@ -38,11 +38,11 @@ from matplotlib.figure import Figure
 from voicelab.analysis import AnalysisError, load_run
 from voicelab.runs.cluster import ClusterError, first_line, joined, task_error
 from voicelab.runs.folder import SUMMARY, is_sealed, write_json, write_matrix
-from voicelab.runs.grid import (  # noqa: F401 (compatible, parse_shaper: re-exported for the CLI and tests)
+from voicelab.runs.matrix import (  # noqa: F401 (compatible, parse_shaper: re-exported for the CLI and tests)
     CellRunner,
     CellSpec,
     SweepError,
-    SweepGrid,
+    SweepMatrix,
     compatible,
     parse_shaper,
 )
@@ -136,10 +136,10 @@ def _run_ray(runner: CellRunner, cells: Sequence[CellSpec], dirs: Mapping[str, P
     return out
 
 
-def run_sweep(grid: SweepGrid, out_dir: str | Path, cell_runner: CellRunner | None = None,
+def run_sweep(matrix: SweepMatrix, out_dir: str | Path, cell_runner: CellRunner | None = None,
               ray_address: str | None = None, cpus_per_cell: float = 1.0,
               ray_init: Mapping[str, Any] | None = None, echo: Callable[[str], None] = print) -> SweepResult:
-    """Run every unfinished cell of the grid into out_dir, then write matrix.json and the Pareto plot.
+    """Run every unfinished cell of the matrix into out_dir, then write matrix.json and the Pareto plot.
 
     `ray_address`: None runs locally, one cell at a time; 'local' starts a private Ray instance (`ray_init`
     are its ray.init arguments, e.g. num_cpus=1); anything else is a cluster address (ray.init(address=...)).
@@ -148,13 +148,13 @@ def run_sweep(grid: SweepGrid, out_dir: str | Path, cell_runner: CellRunner | No
     sweep = Path(out_dir)
     if sweep.exists() and not sweep.is_dir():
         raise SweepError(f"{sweep}: not a folder")
-    cells = grid.cells()
+    cells = matrix.cells()
     try:
         (sweep / "cells").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise SweepError(f"{sweep}: cannot write the sweep folder ({exc.strerror or exc})") from None
     with sweep_lock(sweep):
-        return _run_sweep(grid, sweep, cells, runner, ray_address, cpus_per_cell, ray_init, echo)
+        return _run_sweep(matrix, sweep, cells, runner, ray_address, cpus_per_cell, ray_init, echo)
 
 
 @contextmanager
@@ -199,9 +199,9 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _run_sweep(grid: SweepGrid, sweep: Path, cells: list[CellSpec], runner: CellRunner, ray_address: str | None,
+def _run_sweep(matrix: SweepMatrix, sweep: Path, cells: list[CellSpec], runner: CellRunner, ray_address: str | None,
                cpus_per_cell: float, ray_init: Mapping[str, Any] | None, echo: Callable[[str], None]) -> SweepResult:
-    write_json(sweep / "sweep.json", {"grid": grid.to_dict(), "cells": [{"cell_id": c.cell_id, **c.config()}
+    write_json(sweep / "sweep.json", {"grid": matrix.to_dict(), "cells": [{"cell_id": c.cell_id, **c.config()}
                                                                         for c in cells]})
     res = SweepResult(sweep, cells)
     dirs = {c.cell_id: sweep / "cells" / c.cell_id for c in cells}

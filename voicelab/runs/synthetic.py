@@ -28,11 +28,11 @@ from voicelab.gate import Gate, ShaperParams
 from voicelab.measure.events import Event, EventKind, snapshot_payload
 from voicelab.measure.metrics import summarize
 from voicelab.measure.truth import Utterance, analyze_run, call_truth_dict
+from voicelab.pcm import SAMPLE_RATE
 from voicelab.runs.folder import RunFolder
-from voicelab.runs.grid import CellSpec
+from voicelab.runs.matrix import CellSpec
 
 K = EventKind
-SR = 16000
 MASK_ID, EOS_ID, WRONG_ID = 0, 1, 2
 
 
@@ -340,13 +340,13 @@ class _CallSim:
                 self.events.append(e)
 
     def wav(self) -> np.ndarray:
-        n = int(np.ceil(self.call_end_s * SR))
+        n = int(np.ceil(self.call_end_s * SAMPLE_RATE))
         out = np.zeros((n, 2), dtype=np.float64)
         amp = 10 ** (self.tm.level_dbfs / 20) * np.sqrt(3.0)  # uniform noise: RMS = amp / sqrt(3)
         rs = np.random.default_rng(self.rng.randrange(2**31))
         for ch, bursts in ((0, self.caller_bursts), (1, [(a, b) for r in self.replies for a, b, _, _ in r.words])):
             for a, b in bursts:
-                i, j = int(round(a * SR)), int(round(b * SR))
+                i, j = int(round(a * SAMPLE_RATE)), int(round(b * SAMPLE_RATE))
                 out[i:j, ch] = rs.uniform(-amp, amp, j - i)
         return np.clip(np.round(out * 32767), -32768, 32767).astype(np.int16)
 
@@ -375,8 +375,8 @@ def write_run(out_dir: str | Path, config: dict[str, Any] | None = None, calls: 
         sim.events.sort(key=lambda e: e.t_ns)
         events += sim.events
         meta = call_truth_dict(call.call_id, [Utterance(**u) for u in sim.truth], fixture=call.fixture,
-                               fixture_path=f"synthetic/{call.fixture}", sample_rate=SR)
-        folder.write_call(call.call_id, sim.wav(), SR, meta)
+                               fixture_path=f"synthetic/{call.fixture}", sample_rate=SAMPLE_RATE)
+        folder.write_call(call.call_id, sim.wav(), SAMPLE_RATE, meta)
     folder.write_events(events)
     if finish:
         rows = analyze_run(folder.path)

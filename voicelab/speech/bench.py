@@ -41,13 +41,13 @@ from pocketsphinx import Decoder
 from voicelab.fixtures.format import FIXTURES_ROOT, discover, list_names, load_fixture, select
 from voicelab.fixtures.human_set import HUMAN_ROOT
 from voicelab.measure.intervals import RESAMPLES, ratio_interval
+from voicelab.pcm import SAMPLE_RATE
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.speech.caller_lm import DEFAULT_LM_WEIGHT
 from voicelab.speech.recognizers import make_recognizer
 from voicelab.speech.text import recognizer_text
 from voicelab.speech.transcribed_folder import TranscribedFolderError, load_audio, pair_recordings
 from voicelab.speech.wer import word_errors
-from voicelab.speech.whisper import SAMPLE_RATE
 
 SYSTEMS = ("whisper", "whisper+lm", "whisper-base", "whisper-base+lm", "moonshine", "pocketsphinx")
 LM_KINDS = ("whisper", "whisper-base")  # the recognisers the callers' language model re-ranks
@@ -65,7 +65,9 @@ class BenchError(ValueError):
 
 
 @dataclass(frozen=True)
-class Utterance:
+class TranscribedClip:
+    """One caller utterance the bench transcribes: its audio and the words it says."""
+
     suite: str  # a group (synthetic, real, human, ...) or a --data folder's suite name
     fixture: str  # the fixture's name, or the recording's file stem
     turn: int
@@ -115,7 +117,7 @@ def lm_weight(cfg: PipelineConfig | None = None) -> float:
     return cfg.stt_lm if cfg.stt_lm > 0 else DEFAULT_LM_WEIGHT
 
 
-def suite_utterances(names: Sequence[str] | None = None, root: Path = FIXTURES_ROOT) -> list[Utterance]:
+def suite_utterances(names: Sequence[str] | None = None, root: Path = FIXTURES_ROOT) -> list[TranscribedClip]:
     """The caller turns of the named fixtures (None: every fixture under `root` outside the human set, whose
     callers are benched as recordings), 16 kHz."""
     real = set(list_names("real", root)) if (root / "real.txt").is_file() else set()
@@ -123,17 +125,17 @@ def suite_utterances(names: Sequence[str] | None = None, root: Path = FIXTURES_R
         paths = discover([root / n for n in names])
     else:
         paths = select(["all"], root)
-    out: list[Utterance] = []
+    out: list[TranscribedClip] = []
     for path in paths:
         fx = load_fixture(path, sample_rate=SAMPLE_RATE)
         suite = "real" if fx.name in real else "synthetic"
-        out.extend(Utterance(suite, fx.name, t.index, t.text, t.audio) for t in fx.turns)
+        out.extend(TranscribedClip(suite, fx.name, t.index, t.text, t.audio) for t in fx.turns)
     return out
 
 
-def folder_utterances(folder: Path, suite: str) -> list[Utterance]:
+def folder_utterances(folder: Path, suite: str) -> list[TranscribedClip]:
     """A folder of recordings with `transcripts.tsv` (voicelab.speech.transcribed_folder), 16 kHz mono."""
-    return [Utterance(suite, r.stem, 0, r.text, load_audio(r.path, SAMPLE_RATE)) for r in pair_recordings(folder)]
+    return [TranscribedClip(suite, r.stem, 0, r.text, load_audio(r.path, SAMPLE_RATE)) for r in pair_recordings(folder)]
 
 
 def parse_groups(specs: Sequence[str]) -> list[str]:
@@ -154,7 +156,7 @@ def available_groups() -> list[str]:
 
 
 def bench_utterances(fixtures: Sequence[str] = (), data: Sequence[Path] = (), suite: str | None = None,
-                     groups: Sequence[str] = ()) -> list[Utterance]:
+                     groups: Sequence[str] = ()) -> list[TranscribedClip]:
     """What `bench stt` recognises: named fixtures, `--data` folders (suite: `suite` or the folder's name) and the
     chosen groups; with none of them, every available group."""
     if suite is not None and (len(data) != 1 or not suite.strip() or suite == ALL):
@@ -162,7 +164,7 @@ def bench_utterances(fixtures: Sequence[str] = (), data: Sequence[Path] = (), su
     if fixtures and groups:
         raise BenchError("--group: picks among the default groups; name fixtures or groups, not both")
     chosen = parse_groups(groups) if groups else ([] if fixtures or data else available_groups())
-    out: list[Utterance] = []
+    out: list[TranscribedClip] = []
     if fixtures:
         out += suite_utterances(fixtures)
     bundled = [g for g in chosen if g in BUNDLED_GROUPS]
@@ -225,7 +227,7 @@ def parse_systems(spec: str) -> list[str]:
     return names
 
 
-def run_bench(systems: Sequence[str], utterances: Sequence[Utterance], threads: int = 2,
+def run_bench(systems: Sequence[str], utterances: Sequence[TranscribedClip], threads: int = 2,
               progress: Callable[[str], None] | None = None) -> list[SttRow]:
     """Every utterance through every system, one system at a time (a warm-up pass first)."""
     if not utterances:

@@ -25,14 +25,19 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from voicelab.speech.whisper import SAMPLE_RATE, Transcript
+from voicelab.pcm import SAMPLE_RATE
+
+if TYPE_CHECKING:  # the recognisers' module loads ctranslate2: a caller of this protocol need not
+    from voicelab.speech.whisper import Transcript
 
 
 class Recognizer(Protocol):
+    """A whole-utterance recognizer: Whisper tiny.en or base, Moonshine, or a test's stand-in."""
+
     def transcribe(self, audio: np.ndarray) -> Transcript: ...
 
 

@@ -20,6 +20,8 @@ import numpy as np
 import soundfile as sf
 import soxr
 
+from voicelab.pcm import SAMPLE_RATE
+
 TRANSCRIPTS_FILE = "transcripts.tsv"
 AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
 LINE_FORMAT = "file stem<TAB>reference text"
@@ -89,7 +91,7 @@ def pair_recordings(folder: Path) -> list[Recording]:
     return out
 
 
-def load_audio(path: Path, sample_rate: int = 16000) -> np.ndarray:
+def load_audio(path: Path, sample_rate: int = SAMPLE_RATE) -> np.ndarray:
     """Mono float32 samples at `sample_rate`; an unreadable or empty file is an error naming it."""
     try:
         audio, rate = sf.read(str(path), dtype="float32", always_2d=True)

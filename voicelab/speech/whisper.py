@@ -48,11 +48,11 @@ from faster_whisper import WhisperModel
 from faster_whisper.tokenizer import Tokenizer
 from faster_whisper.transcribe import get_suppressed_tokens
 
+from voicelab.pcm import SAMPLE_RATE
 from voicelab.speech.caller_lm import CallerLM
 from voicelab.speech.reliability import unreliable_reason
 from voicelab.speech.text import recognizer_text
 
-SAMPLE_RATE = 16000
 _HOP = 160  # samples per mel frame
 _WINDOW_FRAMES = 3000  # Whisper's 30 s window
 _TOKENS_PER_S = 8  # generous speech rate cap (~4 words/s): stops a looping decoder on short audio

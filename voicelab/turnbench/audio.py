@@ -30,10 +30,10 @@ from voicelab.fixtures import effects
 from voicelab.fixtures.format import load_fixture
 from voicelab.fixtures.spec import Noise, Room
 from voicelab.measure.onset import OnsetRule, segments
+from voicelab.pcm import SAMPLE_RATE as SR  # the name the bench's modules import
 from voicelab.turnbench.cases import BargeCase, TurnCase
 from voicelab.turnbench.replay import Point
 
-SR = 16000
 ESPEAK_SR = 22050
 PEAK = 10 ** (-3 / 20)  # caller speech peak, as the bundled fixtures (-3 dBFS)
 LEAD_S = 0.5  # silence before the speech

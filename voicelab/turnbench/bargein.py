@@ -7,7 +7,8 @@ and P(complete) on it) it replays what `voicelab.pipeline.turns.barge_in_strateg
 
 - the pause trigger: the onset VAD (Silero's confidence >= 0.7 on a window louder than -40 dBFS, the
   `LevelGatedVAD` gate; 2 windows, 64 ms, to start) pauses the bot; the turn VAD (0.2 s / 0.2 s) too, if first;
-- `PausedBot` hears the turn VAD's start and stop, the onset VAD's quiet, and the final reading when it lands
+- `PausedBot` (the pure rule's per-pause state, the object `PauseThenDecide` keeps too) hears the turn VAD's
+  start and stop, the onset VAD's quiet, and the final reading when it lands
   (the VAD stop plus the pass time, or at the stop with pass times left out), and decides every 20 ms.
 - Partial readings are not cached: while the caller speaks, the replay hands the rule a partial every
   `PARTIAL_EVERY_S` (the STT's 0.5 s) made of the final reading's first words, in proportion to the speech so
@@ -106,8 +107,8 @@ def replay_barge(doc: dict[str, Any], th: PauseThresholds = PauseThresholds(), p
             elif what == "turn_stop":
                 turn_speaking = False
                 bot.vad_stopped(t * 1000.0, DEFAULT_VAD.stop_secs)
-            elif what == "onset_quiet" and not turn_speaking:
-                bot.caller_speaking = False
+            elif what == "onset_quiet":
+                bot.onset_quiet(turn_speaking)
             elif what.startswith("partial:") and not bot.words_final:
                 words = reading["text"].split()
                 part = " ".join(words[:int(len(words) * float(what.split(":")[1]))])

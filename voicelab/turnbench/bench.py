@@ -26,7 +26,6 @@ from voicelab.turnbench.bargein import replay_barge, summarise
 from voicelab.turnbench.cases import CACHE_ROOT, BargeCase, TurnCase, load_corpus
 from voicelab.turnbench.ceiling import ceiling_report
 from voicelab.turnbench.replay import (
-    DecideStrategy,
     Point,
     Strategy,
     Trace,
@@ -184,9 +183,9 @@ def load_strategy(spec: str) -> Strategy:
 
 
 def all_strategies(extra: Sequence[str] = ()) -> list[Strategy]:
-    """timeout, smart, decide, decide+early (the early final re-measured) and the user's."""
-    return [*builtin_strategies(), DecideStrategy(name="decide+early", early=True),
-            *(load_strategy(s) for s in extra)]
+    """Every turn-end kind's replays (`voicelab.rules.turn_kinds.TURN_KINDS`: timeout, smart, decide and
+    decide+early, the early final re-measured) and the user's."""
+    return [*builtin_strategies(), *(load_strategy(s) for s in extra)]
 
 
 @dataclass

@@ -13,8 +13,9 @@ and 5 % from 10 %; with 100 it would be 2.2-11 %.
   a long tail of thinking pauses.
 - Prosody before the pause: an incomplete prefix is read with a comma (espeak-ng's continuation rise) half of
   the time and plainly (a falling, final-sounding tone) otherwise; a complete prefix ends with a full stop.
-- Voices: eight espeak-ng voices none of the bundled callers uses (`TURN_VOICES`); lines (`LINES`): clean, an
-  8 kHz telephone line (300-3400 Hz, G.711 mu-law, line noise), a noisy line, a reverberant room.
+- Voices: eight espeak-ng voices none of the bundled callers uses (`TURN_VOICES`); line conditions
+  (`CONDITIONS`): clean, an 8 kHz telephone line (300-3400 Hz, G.711 mu-law, line noise), a noisy line, a
+  reverberant room.
 
 Barge-in sounds (`BargeCase`): what a caller says over the bot's reply, in six more unseen voices and the same
 lines: backchannels ("mhm", "uh huh", "yeah", ...), which must not stop the bot, and short interruptions
@@ -52,8 +53,8 @@ BARGE_VOICES: tuple[tuple[str, int, int], ...] = (
     ("en-us+Andy", 170, 50), ("en-gb-x-gbclan+f5", 165, 55), ("en-us+grandpa", 150, 40),
     ("en-gb-x-gbcwmd+f1", 170, 55), ("en-us+klatt5", 165, 50), ("en-029+m4", 165, 45),
 )
-LINES = ("clean", "phone", "noisy", "reverb")
-LINE_WEIGHTS = (0.3, 0.25, 0.25, 0.2)
+CONDITIONS = ("clean", "phone", "noisy", "reverb")
+CONDITION_WEIGHTS = (0.3, 0.25, 0.25, 0.2)
 
 BACKCHANNELS = ("mhm", "mm hmm", "uh huh", "yeah", "yes", "right", "okay", "sure", "i see", "got it", "oh okay",
                 "alright", "mm", "yep", "uh huh yeah", "okay great")
@@ -106,7 +107,7 @@ def generate_turns(n: int = N_TURNS, seed: int = SEED) -> list[TurnCase]:
         cut = cut_sentence(rng, P_COMPLETE)
         pause = round(math.exp(rng.uniform(math.log(lo), math.log(hi))), 3)
         voice, wpm, pitch = TURN_VOICES[i % len(TURN_VOICES)]
-        line = rng.choices(LINES, LINE_WEIGHTS)[0]
+        line = rng.choices(CONDITIONS, CONDITION_WEIGHTS)[0]
         comma = cut.kind != "complete" and rng.random() < 0.5
         out.append(TurnCase(f"g{i:04d}", cut.domain, cut.prefix, cut.rest, cut.kind, pause, comma, voice,
                             wpm + rng.randint(-10, 10), pitch, line))
@@ -121,11 +122,11 @@ def generate_barge(seed: int = SEED) -> list[BargeCase]:
         for w in words:
             for _ in range(copies):
                 voice, wpm, pitch = rng.choice(BARGE_VOICES)
-                out.append(BargeCase(f"b{i:03d}", w, kind, voice, wpm, pitch, rng.choice(LINES)))
+                out.append(BargeCase(f"b{i:03d}", w, kind, voice, wpm, pitch, rng.choice(CONDITIONS)))
                 i += 1
     for said, heard in MISREADS:
         voice, wpm, pitch = rng.choice(BARGE_VOICES)
-        out.append(BargeCase(f"b{i:03d}", said, "backchannel", voice, wpm, pitch, rng.choice(LINES), heard))
+        out.append(BargeCase(f"b{i:03d}", said, "backchannel", voice, wpm, pitch, rng.choice(CONDITIONS), heard))
         i += 1
     return out
 

@@ -13,17 +13,19 @@ The replays follow the code they stand for, step by step:
   the confidence is >= 0.7 and the smoothed volume >= 0.6; `round(start_secs / 0.032)` speech windows in a row
   start it, `round(stop_secs / 0.032)` non-speech windows in a row stop it. A window is seen when the 20 ms
   audio frame that completes it arrives (`FRAME_S`).
-- `timeout` (VAD only, swept over `stop_secs`): the turn ends at the VAD's stop (pipecat's
+- `timeout` (`TimeoutReplay`: VAD only, swept over `stop_secs`): the turn ends at the VAD's stop (pipecat's
   `SpeechTimeoutUserTurnStopStrategy` with no extra timeout).
-- `smart` (`TurnAnalyzerUserTurnStopStrategy` around `LocalSmartTurnAnalyzerV3`, swept over the completion
-  threshold, pipecat's 0.5): at each VAD stop smart-turn scores the audio of the turn so far; above the
-  threshold the turn ends, else smart-turn's own silence fallback (`SmartTurnParams.stop_secs`, pipecat's
-  3 s) ends it unless the VAD hears speech first.
-- `decide` (`voicelab.pipeline.turns.turn_end_strategy.DecidingTurnStopStrategy`, swept over a scale on every
-  wait of `TurnThresholds`): the rule `required_silence_ms` on both scores and the longest pause the caller
-  went on after; silence counts from the VAD stop minus `stop_secs`; a wait above the floor also covers the
-  VAD's `start_secs`; no verdict before the turn has a final reading with words (a stop whose final adds no
-  words waits the strategy's `final_wait_s`, 1 s).
+- `smart` (`SmartReplay`: `TurnAnalyzerUserTurnStopStrategy` around `LocalSmartTurnAnalyzerV3`, swept over
+  the completion threshold, pipecat's 0.5): at each VAD stop smart-turn scores the audio of the turn so far;
+  above the threshold the turn ends, else smart-turn's own silence fallback (`SmartTurnParams.stop_secs`,
+  pipecat's 3 s) ends it unless the VAD hears speech first.
+- `decide` (`DecideTurnEndReplay`, swept over a scale on every wait of `TurnThresholds`): the pure rule
+  `voicelab.rules.turn_end.DecideTurnEnd` itself, the object the pipeline's
+  `voicelab.pipeline.turns.turn_end_strategy.DecideTurnEndStopStrategy` runs, fed the trace's VAD starts and
+  stops, scores and final readings on the case's clock (a stop whose final adds no words waits the rule's
+  `final_wait_s`, 1 s). The two cannot disagree on the rule; only on when the scores arrive.
+
+The kinds the bench replays are those of `voicelab.rules.turn_kinds.TURN_KINDS` (`builtin_strategies`).
 
 A strategy's declarations do not end the simulated turn: each labelled point is judged as if the strategy
 had not fired before it (the points are independent, as in LiveKit's eot-bench). "Pass times" are the wall
@@ -41,7 +43,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from voicelab.rules.turn_end import TurnThresholds, required_silence_ms
+from voicelab.rules.turn_end import DecideTurnEnd, TurnThresholds
+from voicelab.rules.turn_kinds import TURN_KINDS
 
 SR = 16000
 WINDOW = 512  # Silero's window at 16 kHz
@@ -182,7 +185,7 @@ def _geom(lo: float, hi: float, n: int) -> list[float]:
 
 
 @dataclass
-class TimeoutStrategy:
+class TimeoutReplay:
     """Silero VAD alone: the turn ends at the VAD's stop, swept over `stop_secs`."""
 
     name: str = "timeout"
@@ -200,7 +203,7 @@ class TimeoutStrategy:
 
 
 @dataclass
-class SmartStrategy:
+class SmartReplay:
     """smart-turn v3 as pipecat runs it: complete above the threshold at the VAD stop, else its silence
     fallback (`fallback_s`, pipecat's `SmartTurnParams.stop_secs`, 3 s)."""
 
@@ -231,9 +234,10 @@ def scaled(th: TurnThresholds, scale: float) -> TurnThresholds:
 
 
 @dataclass
-class DecideStrategy:
-    """The lab's turn end (`--turn decide`), swept over a scale on its waits; `early`: with Whisper's early
-    final (`--stt-early-final`: the reading of the audio up to the VAD's first silent window)."""
+class DecideTurnEndReplay:
+    """The lab's turn end (`--turn decide`, the rule `DecideTurnEnd`), swept over a scale on its waits; `early`:
+    with Whisper's early final (`--stt-early-final`: the reading of the audio up to the VAD's first silent
+    window)."""
 
     name: str = "decide"
     knob: str = "scale"
@@ -243,41 +247,42 @@ class DecideStrategy:
     thresholds: TurnThresholds = field(default_factory=TurnThresholds)
     early: bool = False
     vad: VadParams = DEFAULT_VAD
-    final_wait_s: float = 1.0  # the strategy's wait for a final that brings no words
+    final_wait_s: float = 1.0  # the rule's wait for a final that brings no words
 
     def declarations(self, trace: Trace, value: float, passes: bool) -> list[float]:
-        th = scaled(self.thresholds, value)
+        rule = DecideTurnEnd(scaled(self.thresholds, value), self.final_wait_s, start_secs=self.vad.start_secs)
         out: list[float] = []
-        resumed_ms = 0.0
         prev_text = ""
-        prev_end: float | None = None  # the estimated speech end at the last stop
         for s in trace.stops:
-            start_before = [t for t in trace.starts if (prev_end is not None and t > prev_end) and t <= s.t_s]
-            if prev_end is not None and start_before:
-                # the caller went on after the last stop's pause: it now bounds every wait (resumed_pause_ms)
-                resumed_ms = max(resumed_ms, (start_before[0] - self.vad.start_secs - prev_end) * 1000.0)
-            speech_end = s.t_s - self.vad.stop_secs
-            prev_end = speech_end
+            # the first VAD start after the last stop's estimated speech end: the caller went on after that pause
+            went_on = next((t for t in trace.starts if rule.speech_end_s is not None and rule.speech_end_s < t
+                            <= s.t_s), None)
+            if went_on is not None:
+                rule.vad_started(went_on, self.vad.start_secs)
+            rule.vad_stopped(s.t_s, self.vad.stop_secs)
+            rule.audio_scored(s.audio_p)
             text, text_p, ms = s.text, s.text_p, s.stt_ms
             landed = s.t_s
             if self.early and s.early_text is not None:
                 text, text_p, ms = s.early_text, s.early_text_p, s.early_stt_ms or 0.0
                 landed = s.first_silent_s
-            new_words = bool(text) and text != prev_text
-            prev_text = text or prev_text
-            if not prev_text:
-                continue  # no words in the turn yet: the strategy gives no verdict
-            need, _ = required_silence_ms(s.audio_p, text_p, th, resumed_ms)
-            if need > th.floor_ms:
-                need += self.vad.start_secs * 1000.0
-            ready = s.t_s if new_words else s.t_s + self.final_wait_s
-            if passes:
-                final_at = landed + ms / 1000.0 if new_words else ready
-                ready = max(s.t_s + s.smart_ms / 1000.0, final_at) + s.decision_ms / 1000.0
-            t = max(speech_end + need / 1000.0, ready)
-            if t < _next_start(trace, s.t_s):
+            if text and text != prev_text:  # a final with new words (one without any is no frame at all)
+                prev_text = text
+                # it counts for this stretch from the VAD stop on (an early final may be in before it)
+                rule.final_heard(max(s.t_s, landed + ms / 1000.0) if passes else s.t_s, text)
+            rule.text_scored(text_p)
+            ready = rule.verdict_from_s()
+            if passes:  # the verdict also waits for smart-turn's pass, then the decision model's
+                ready = max(s.t_s + s.smart_ms / 1000.0, ready) + s.decision_ms / 1000.0
+            t = rule.end_at_s(ready, s.reliable)
+            if t is not None and t < _next_start(trace, s.t_s):
                 out.append(t)
         return out
+
+
+def decide_replays() -> list[Strategy]:
+    """`decide` and its variant on the early final (`decide+early`)."""
+    return [DecideTurnEndReplay(), DecideTurnEndReplay(name="decide+early", early=True)]
 
 
 def trace_of(doc: dict[str, Any], group: str | None = None) -> Trace:
@@ -290,7 +295,8 @@ def trace_of(doc: dict[str, Any], group: str | None = None) -> Trace:
 
 
 def builtin_strategies() -> list[Strategy]:
-    return [TimeoutStrategy(), SmartStrategy(), DecideStrategy()]
+    """Every turn-end kind's replays (`voicelab.rules.turn_kinds.TURN_KINDS`), in the table's order."""
+    return [r for kind in TURN_KINDS.values() for r in kind.bench_replays()]
 
 
 # ---- points ------------------------------------------------------------------------------------------------

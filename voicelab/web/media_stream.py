@@ -3,11 +3,9 @@
 A carrier (Twilio Media Streams, or `voicelab call` playing one) opens a WebSocket, sends `connected` and
 `start`, then 20 ms `media` messages of 8 kHz µ-law. The call runs the same pipeline as the browser demo
 (`voicelab.web.pipeline.build_live_pipeline`: the lab's recogniser, turn rule, engine, gate, Piper), with
-pipecat's `FastAPIWebsocketTransport` and `TwilioFrameSerializer` in place of the WebRTC transport: µ-law in
-and out, resampled to the pipeline's rate, `clear` on an interruption. Hang-up through Twilio's REST API is
-off (`auto_hang_up=False`): the lab holds no carrier account and the carrier ends the call by closing the
-socket. `--barge-in pause` holds the bot's audio as the browser's speaker does (`PausableMediaStreamOutput`);
-audio the carrier has already queued plays on, which is what a caller on a phone hears.
+pipecat's `FastAPIWebsocketTransport` and `TwilioFrameSerializer` in place of the WebRTC transport
+(`voicelab.pipeline.transport.media_stream_output`: µ-law in and out, `clear` on an interruption, the bot's
+audio held on a pause).
 
 Calls share `voicelab serve`'s `max_sessions` budget with nothing else: each holds one of `max_sessions`
 phone slots of its own; over it the socket is closed with code 1013 (try again later).
@@ -22,64 +20,23 @@ from typing import Any
 
 from fastapi import APIRouter, WebSocket
 from loguru import logger
-from pipecat.frames.frames import Frame, InterruptionFrame, OutputAudioRawFrame
-from pipecat.processors.frame_processor import FrameDirection
 from pipecat.runner.utils import parse_telephony_websocket
-from pipecat.serializers.twilio import TwilioFrameSerializer
-from pipecat.transports.websocket.fastapi import (
-    FastAPIWebsocketOutputTransport,
-    FastAPIWebsocketParams,
-    FastAPIWebsocketTransport,
-)
 from pipecat.workers.runner import WorkerRunner
 
 from voicelab.pipeline.config import PipelineConfig
-from voicelab.pipeline.frames import PlayoutPauseFrame, PlayoutResumeFrame
 from voicelab.pipeline.resources import ResourcePool
-from voicelab.rules.playout_hold import PlayoutHold
+from voicelab.pipeline.transport.media_stream_output import media_stream_transport
 from voicelab.web.calllog import LiveCallLog
 from voicelab.web.live import CanvasView
 from voicelab.web.page_observer import PageObserver
 from voicelab.web.pipeline import build_live_pipeline
 
 PATH = "/media-stream"
-LINE_RATE = 8000
 START_TIMEOUT_S = 10.0  # the carrier's `connected` + `start` must come within this
 TRY_AGAIN_LATER = 1013  # WebSocket close code: the server is busy
 POLICY_VIOLATION = 1008
 
 router = APIRouter()
-
-
-class PausableMediaStreamOutput(FastAPIWebsocketOutputTransport):
-    """pipecat's WebSocket output holding the bot's audio on a pause, as `PausableWebRTCOutput` does."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.hold = PlayoutHold()
-
-    async def write_audio_frame(self, frame: OutputAudioRawFrame) -> bool:
-        if not await self.hold.wait():
-            return False
-        return await super().write_audio_frame(frame)
-
-    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
-        if isinstance(frame, PlayoutPauseFrame):
-            self.hold.pause()
-        elif isinstance(frame, PlayoutResumeFrame):
-            self.hold.resume()
-        elif isinstance(frame, InterruptionFrame):
-            self.hold.cut()
-        await super().process_frame(frame, direction)  # an InterruptionFrame goes out as `clear`
-        if isinstance(frame, InterruptionFrame):
-            self.hold.release()
-
-
-class MediaStreamTransport(FastAPIWebsocketTransport):
-    def output(self) -> PausableMediaStreamOutput:
-        if not isinstance(self._output, PausableMediaStreamOutput):
-            self._output = PausableMediaStreamOutput(self, self._client, self._params, name=self._output_name)
-        return self._output
 
 
 @dataclass
@@ -114,15 +71,6 @@ def _lines(websocket: WebSocket) -> PhoneLines:
     if not hasattr(state, "phone_lines"):
         state.phone_lines = PhoneLines(state.server.opts.max_sessions)
     return state.phone_lines  # type: ignore[no-any-return]
-
-
-def media_stream_transport(websocket: WebSocket, stream_sid: str, call_sid: str | None) -> MediaStreamTransport:
-    serializer = TwilioFrameSerializer(
-        stream_sid=stream_sid, call_sid=call_sid,
-        params=TwilioFrameSerializer.InputParams(twilio_sample_rate=LINE_RATE, auto_hang_up=False))
-    return MediaStreamTransport(websocket, FastAPIWebsocketParams(
-        audio_in_enabled=True, audio_out_enabled=True, audio_in_passthrough=True, add_wav_header=False,
-        audio_out_end_silence_secs=0, audio_out_10ms_chunks=2, serializer=serializer))
 
 
 @router.websocket(PATH)

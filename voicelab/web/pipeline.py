@@ -10,26 +10,44 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 
 from voicelab.pipeline.assembly import build_core, stt_service, turn_vad
+from voicelab.pipeline.config import PipelineConfig
 from voicelab.pipeline.observers import EventObserver
 from voicelab.pipeline.processors.watchdog import Limits, WatchedEngine
+from voicelab.pipeline.resources import ResourcePool
 from voicelab.pipeline.services.tts_piper import PackagedPiperTTS
+from voicelab.pipeline.transport.live_playout import LivePlayout
+from voicelab.pipeline.transport.mic_recorder import MicRecorder
 from voicelab.pipeline.turns.factory import turn_strategies
-from voicelab.web.playout import LivePlayout
-from voicelab.web.recording import MicRecorder
-
-if TYPE_CHECKING:
-    from voicelab.web.session import Session
-
-PipelineFactory = Callable[["Session", Any], Awaitable[Any]]
+from voicelab.web.calllog import LiveCallLog
+from voicelab.web.live import CanvasView
+from voicelab.web.page_observer import PageObserver
 
 
-async def build_live_pipeline(session: Session, transport: Any) -> Any:
+class LiveSession(Protocol):
+    """What the live pipeline reads from its session and hands back to it (`voicelab.web.session.Session`);
+    a protocol so that the session, which builds the pipeline, is not imported here."""
+
+    cfg: PipelineConfig
+    log: LiveCallLog
+    pool: ResourcePool
+    canvas: CanvasView
+    page_observer: PageObserver
+    engine: Any
+    voice: Any
+    mic: MicRecorder | None
+    playout: LivePlayout | None
+
+
+PipelineFactory = Callable[[LiveSession, Any], Awaitable[Any]]
+
+
+async def build_live_pipeline(session: LiveSession, transport: Any) -> Any:
     """The `voicelab run` pipeline on a WebRTC transport; returns the `PipelineWorker` (not started).
 
     Mirrors `voicelab.pipeline.run_call` processor for processor; only the two ends differ. The engine, the

@@ -1,14 +1,14 @@
 """The run folder of a live session: a browser call recorded and re-derived like a fixture call.
 
-`MicRecorder` (right after the WebRTC input) puts the caller's audio, as the server received it, on a track
-at its arrival time on the call clock. `LiveRecording` owns the session's run folder (`voicelab.runs.folder`,
-the only writer): config.json when the session starts ("live": true, the pipeline config, the page's user
-agent once it says hello), events.jsonl row by row as the session logs them, and when the session ends
-(the page's goodbye, a disconnect, an error) calls/<id>.wav (left: the mic as received, right: the bot's
-audio as sent, `LivePlayout`'s track) and calls/<id>.json with the caller utterances found on the left
-channel (`voicelab.measure.live_truth`, logged as caller_speech rows too), then `finish_run` seals it with
-the page's own figures (`voicelab.analysis.client_server.client_summary`). A folder whose session never
-finished (the server was killed) keeps its INCOMPLETE marker.
+`LiveRecording` owns the session's run folder (`voicelab.runs.folder`, the only writer): config.json when
+the session starts ("live": true, the pipeline config, the page's user agent once it says hello),
+events.jsonl row by row as the session logs them, and when the session ends (the page's goodbye, a
+disconnect, an error) calls/<id>.wav (left: the mic as received, `MicRecorder`'s track; right: the bot's
+audio as sent, `LivePlayout`'s track; both in `voicelab.pipeline.transport`) and calls/<id>.json with the
+caller utterances found on the left channel (`voicelab.measure.live_truth`, logged as caller_speech rows
+too), then `finish_run` seals it with the page's own figures
+(`voicelab.analysis.client_server.client_summary`). A folder whose session never finished (the server was
+killed) keeps its INCOMPLETE marker.
 
 `page_message` turns the page's measurement messages into event rows: `client_far` (its FAR, the two
 timestamps it came from and its jitter-buffer counters) and `clock_sync` (one ping/pong round trip, for the
@@ -26,10 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import soxr
 from loguru import logger
-from pipecat.frames.frames import Frame, InputAudioRawFrame
-from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
 from engines.protocol import EngineLike
 from voicelab.analysis.client_server import client_summary
@@ -39,45 +36,12 @@ from voicelab.measure.live_truth import caller_rows, live_turns, live_utterances
 from voicelab.measure.recording import Track
 from voicelab.measure.truth import call_truth_dict
 from voicelab.pipeline.config import PipelineConfig
+from voicelab.pipeline.transport.mic_recorder import MicRecorder
 from voicelab.runs.folder import RunFolder
 from voicelab.runs.run import config_record, finish_run
 
 K = EventKind
 MAX_TEXT = 400  # a page's user agent is kept to this many characters
-
-
-class MicRecorder(FrameProcessor):
-    """The caller's audio as the server received it: each input frame ends where it arrived on the call clock.
-
-    Frames are not laid end to end: a backlog delivered in one burst (audio queued while the pipeline
-    started) would then push everything after it late for the rest of the call. A frame that arrives early
-    overwrites the tail of the one before; one that arrives late leaves a jitter-sized silence.
-    """
-
-    def __init__(self, log: CallLog, sample_rate: int, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.log = log
-        self.sr = sample_rate
-        self.track = Track(sample_rate)
-        self.end = 0  # sample where the audio placed so far ends
-
-    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
-        await super().process_frame(frame, direction)
-        if direction == FrameDirection.DOWNSTREAM and isinstance(frame, InputAudioRawFrame):
-            self.put(np.frombuffer(frame.audio, dtype=np.int16), frame.sample_rate, frame.num_channels,
-                     self.log.now_ns())
-        await self.push_frame(frame, direction)
-
-    def put(self, pcm: np.ndarray, sample_rate: int, channels: int, arrived_ns: int) -> None:
-        if channels > 1:
-            pcm = pcm[::channels]
-        if sample_rate != self.sr and sample_rate > 0:  # the transport resamples to the pipeline rate already
-            pcm = soxr.resample(pcm, sample_rate, self.sr)
-        start = arrived_ns * self.sr // 1_000_000_000 - pcm.size
-        if start < 0:  # arrived in the call's first moments: only the part after sample 0 is on the clock
-            pcm, start = pcm[-start:], 0
-        self.track.put(start, pcm, mix=False)
-        self.end = max(self.end, start + pcm.size)
 
 
 def live_config(cfg: PipelineConfig, session_id: str, engine: EngineLike | None = None,

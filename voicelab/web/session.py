@@ -26,14 +26,15 @@ from voicelab.measure.events import Event, EventKind
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.pipeline.frames import SnapshotFrame
 from voicelab.pipeline.resources import ResourcePool
+from voicelab.pipeline.transport.live_playout import LivePlayout
+from voicelab.pipeline.transport.mic_recorder import MicRecorder
+from voicelab.pipeline.transport.webrtc_output import PausableWebRTCTransport
 from voicelab.web.calllog import LiveCallLog
 from voicelab.web.live import CanvasView, live_latency
-from voicelab.web.live_output import PausableWebRTCTransport
 from voicelab.web.options import SessionLimits
 from voicelab.web.page_observer import PageObserver
 from voicelab.web.pipeline import PipelineFactory, build_live_pipeline
-from voicelab.web.playout import LivePlayout
-from voicelab.web.recording import LiveRecording, MicRecorder, page_message
+from voicelab.web.recording import LiveRecording, page_message
 
 K = EventKind
 

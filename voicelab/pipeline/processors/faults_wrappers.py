@@ -1,7 +1,8 @@
 """The wrappers behind `voicelab run --inject` (see `voicelab.rules.faults`): each makes one real component fail.
 
 - `FaultyEngine`: the generation of the targeted reply raises before its first snapshot, or never yields one;
-- `FaultyPiperTTS`: Piper raises on the targeted reply's first sentence, or never delivers it;
+- `FaultyPiperTTS` (a TTS service, `voicelab.pipeline.services.faulty_tts`): Piper raises on the targeted
+  reply's first sentence, or never delivers it;
 - `SttFaults` (a processor right after the recogniser): the targeted final transcript is lost, with an `error`
   row (raise) or silently (stall: the recogniser never finalizes);
 - `hang_up_when_due`: the caller hangs up (the call's pipeline is cancelled from the caller's side).
@@ -21,11 +22,10 @@ from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from engines.protocol import EngineLike, EngineWrapper, GenerationLike, GenerationWrapper
 from engines.snapshot import Snapshot
 from voicelab.measure.calllog import CallLog
-from voicelab.pipeline.services.tts_piper import PackagedPiperTTS, Sentence
 from voicelab.rules.faults import Fault, FaultPlan, InjectedFault
 
 
-async def _fail(fault: Fault) -> None:
+async def fail(fault: Fault) -> None:
     """Raise, or wait for ever (until cancelled by a watchdog or the end of the call)."""
     if fault.action == "raise":
         raise InjectedFault(f"{fault.spec} (injected)")
@@ -42,10 +42,10 @@ class _FaultyGeneration(GenerationWrapper):
 
     async def __aiter__(self) -> AsyncIterator[Snapshot]:
         try:
-            await _fail(self.fault)
+            await fail(self.fault)
         finally:
             self.inner.cancel()
-        async for snap in self.inner:  # pragma: no cover - _fail never returns
+        async for snap in self.inner:  # pragma: no cover - fail never returns
             yield snap
 
 
@@ -61,30 +61,6 @@ class FaultyEngine(EngineWrapper):
         gen = self.inner.generate(messages, **overrides)
         fault = self._plan.take("engine", self._log.request_turn)
         return gen if fault is None else _FaultyGeneration(gen, fault)
-
-
-class FaultyPiperTTS(PackagedPiperTTS):
-    """Piper whose targeted reply fails at its first sentence (see the module doc)."""
-
-    def __init__(self, *, plan: FaultPlan, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._plan = plan
-
-    async def _sentence(self, loop: asyncio.AbstractEventLoop, it: Iterator[Sentence], turn: int) -> Sentence | None:
-        fault = self._plan.take("tts", turn)
-        if fault is not None:
-            await _fail(fault)
-        return await super()._sentence(loop, it, turn)
-
-
-def faulty_tts_factory(plan: FaultPlan, base: Callable[..., Any] | None = None) -> Callable[..., Any]:
-    """A `tts_factory` for `run_call`: Piper with the plan's TTS faults (`base` must be a Piper subclass)."""
-    cls = base if isinstance(base, type) and issubclass(base, PackagedPiperTTS) else PackagedPiperTTS
-    faulty = type(f"Faulty{cls.__name__}", (FaultyPiperTTS, cls), {})
-
-    def make(**kw: Any) -> Any:
-        return faulty(plan=plan, **kw)
-    return make
 
 
 class SttFaults(FrameProcessor):

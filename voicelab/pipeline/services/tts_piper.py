@@ -44,6 +44,7 @@ from piper import PiperVoice, SynthesisConfig
 
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind
+from voicelab.pcm import SAMPLE_RATE
 from voicelab.pipeline.frames import ChunkTextFrame, PlayoutMarkFrame
 from voicelab.pipeline.processors.watchdog import guard
 
@@ -122,7 +123,7 @@ def _shares(n: int, weights: list[int]) -> list[int]:
 class PackagedPiperTTS(TTSService):
     """Piper in-process; see the module doc. `voice` is a loaded PiperVoice (shared); `log` gets tts rows."""
 
-    def __init__(self, *, voice: Any = None, log: CallLog | None = None, sample_rate: int = 16000,
+    def __init__(self, *, voice: Any = None, log: CallLog | None = None, sample_rate: int = SAMPLE_RATE,
                  keep_leading_ms: float | None = 20.0, length_scale: float | None = None,
                  **kwargs: Any) -> None:
         super().__init__(push_start_frame=True, push_stop_frames=True, push_text_frames=False,

@@ -42,7 +42,7 @@ from voicelab.measure.events import EventKind
 from voicelab.measure.playout import AudibleEvent, PlayoutLedger
 from voicelab.measure.recording import CallRecorder
 from voicelab.pipeline.frames import PlayoutMarkFrame, PlayoutPauseFrame, PlayoutResumeFrame
-from voicelab.rules.playout_hold import PlayoutHold
+from voicelab.rules.speaker_pause import SpeakerPause
 
 K = EventKind
 
@@ -75,9 +75,7 @@ class RecordingOutput(BaseOutputTransport):
         self._word_credits = 0
         self._unplayed_drop_ns = int(unplayed_drop_s * 1e9)
         self.dropped_words = 0
-        self.hold = PlayoutHold()  # pause / resume / cut during a pause
-        self._held_write = False  # a write is waiting on the pause
-        self._resume: str | None = None  # reason of a resume the held write logs where its audio lands
+        self.pause = SpeakerPause(self.ledger)  # pause / resume / cut during a pause, and their ledger rows
 
     # -- lifecycle --
 
@@ -113,18 +111,13 @@ class RecordingOutput(BaseOutputTransport):
         return self.log.now_ns() * self.sr // 1_000_000_000
 
     async def write_audio_frame(self, frame: OutputAudioRawFrame) -> bool:
-        self._held_write = self.hold.paused
-        played = await self.hold.wait()  # paused: this audio (and all after it) waits for resume or cut
-        self._held_write = False
-        if not played:
+        if not await self.pause.wait():  # paused: this audio (and all after it) waits for resume or cut
             return False  # interrupted while paused: never heard
         pcm = np.frombuffer(frame.audio, dtype=np.int16)
         if frame.num_channels > 1:
             pcm = pcm[:: frame.num_channels]
         start = max(self._play_end, self._now_sample())
-        if self._resume is not None:  # the pause's silence ends where this audio lands (a busy loop wakes late)
-            self.ledger.resumed(start * 1_000_000_000 // self.sr, self._resume)
-            self._resume = None
+        self.pause.landed(start * 1_000_000_000 // self.sr)  # a pause's silence ends here (a busy loop wakes late)
         if self._pending_marks:  # words whose audio starts with this frame
             t = start * 1_000_000_000 // self.sr
             for m in self._pending_marks:
@@ -192,25 +185,15 @@ class RecordingOutput(BaseOutputTransport):
         self.ledger.word_started(m, t)
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
-        if isinstance(frame, PlayoutPauseFrame):
-            if self.hold.pause():  # audio already handed to the speaker still plays
-                self.ledger.paused(self._play_ns(), frame.reason)
-        elif isinstance(frame, PlayoutResumeFrame):
-            if self.hold.paused:  # the next sample follows the last one played
-                if self._held_write:
-                    self._resume = frame.reason  # logged by that write, where its sample lands
-                else:
-                    self.ledger.resumed(self._play_ns(), frame.reason)  # nothing held: the silence ends now
-                self.hold.resume()
+        if isinstance(frame, PlayoutPauseFrame):  # audio already handed to the speaker still plays
+            self.pause.pause(frame.reason, self._play_ns())
+        elif isinstance(frame, PlayoutResumeFrame):  # the next sample follows the last one played
+            self.pause.resume(frame.reason, self._play_ns())
         elif isinstance(frame, InterruptionFrame):
-            if self._resume is not None:  # resumed, but the held write has not run yet
-                self.ledger.resumed(self._play_ns(), self._resume)
-                self._resume = None
-            self.hold.cut()  # the held write drops its audio; woken once the queue is cleared (below)
-            # audio already handed to the speaker still plays; words whose mark passed were heard
-            cut = self._play_ns()
+            # the held write drops its audio, woken once the queue is cleared (below); audio already handed to
+            # the speaker still plays, and words whose mark passed were heard
+            self.pause.interrupt(self._play_ns())
             self._pending_marks.clear()  # their audio never reached the speaker
-            self.ledger.interrupted(cut)
             self._held = [f for f in self._held if not f.interruptible]
             self._word_credits = 0
             self._open_cut = self._open_cut or self._bot_open
@@ -221,7 +204,7 @@ class RecordingOutput(BaseOutputTransport):
             return
         await super().process_frame(frame, direction)
         if isinstance(frame, InterruptionFrame):
-            self.hold.release()
+            self.pause.release()
 
     async def push_frame(self, frame: Frame, direction: FrameDirection = FrameDirection.DOWNSTREAM) -> None:
         if direction == FrameDirection.DOWNSTREAM:

@@ -212,8 +212,8 @@ class PauseThenDecide(BaseUserTurnStartStrategy):
         state = await self._onset_vad.analyze_audio(frame.audio)
         if state == VADState.SPEAKING and self._pause is None and self._bot_talking:
             await self._start_pause("onset_vad")
-        elif state == VADState.QUIET and self._pause is not None and not self._vad_speaking:
-            self._pause.caller_speaking = False
+        elif state == VADState.QUIET and self._pause is not None:
+            self._pause.onset_quiet(self._vad_speaking)
 
     async def _start_pause(self, reason: str = "vad") -> None:
         self._pause = PausedBot(paused_at_ms=self._now_ms())

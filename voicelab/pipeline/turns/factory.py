@@ -1,8 +1,13 @@
-"""The VAD and the user-turn strategies (turn start / barge-in, turn end) a configuration asks for."""
+"""The VAD and the user-turn strategies (turn start / barge-in, turn end) a configuration asks for.
+
+The kinds and their names are the tables of `voicelab.rules.turn_kinds`; this module is their pipecat side: each
+entry's factory (`decide_stop`, `smart_stop`, `timeout_stop`; `pause_start`, `vad_start`, `words_start`) takes the
+`TurnParts` of a call and returns its strategies.
+"""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pipecat.audio.turn.smart_turn.base_smart_turn import SmartTurnParams
@@ -26,7 +31,7 @@ from engines.decision.model import DecisionModel
 from voicelab.measure.calllog import CallLog
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.pipeline.turns.barge_in_strategy import PauseThenDecide
-from voicelab.pipeline.turns.turn_end_strategy import DecidingTurnStopStrategy
+from voicelab.pipeline.turns.turn_end_strategy import DecideTurnEndStopStrategy
 from voicelab.pipeline.turns.turn_models import TurnModels
 from voicelab.pipeline.turns.vad_webrtc import WebrtcvadAnalyzer
 from voicelab.rules.turn_end import TurnThresholds
@@ -79,41 +84,82 @@ def onset_vad(cfg: PipelineConfig, models: TurnModels | None = None) -> VADAnaly
     return vad
 
 
-def turn_strategies(cfg: PipelineConfig, *, decision: DecisionModel | None = None,
-                    log: CallLog | None = None, models: TurnModels | None = None) -> UserTurnStrategies:
-    """Turn start (barge-in rule) and turn end (`decide`, smart-turn or a silence timeout) strategies.
+@dataclass
+class TurnParts:
+    """What a call's turn strategies are built from: the configuration, the tiny decision model of a kind that
+    needs it (loaded once per configuration), the call's log (the strategies' verdicts) and the Silero and
+    smart-turn sessions and barge-in judge shared with other calls (None: the strategies load their own)."""
 
-    `decision` is the tiny decision model of `--turn decide` (loaded once per configuration); `log` gets its
-    verdicts and those of the paused bot; `models`: the Silero and smart-turn sessions and the barge-in judge
-    shared with other calls (None: their own)."""
+    cfg: PipelineConfig
+    decision: DecisionModel | None = None
+    log: CallLog | None = None
+    models: TurnModels | None = None
 
-    def smart_turn(params: SmartTurnParams) -> LocalSmartTurnAnalyzerV3:
-        if models is not None:
-            return models.smart_turn(params=params)
+    def smart_turn(self, params: SmartTurnParams) -> LocalSmartTurnAnalyzerV3:
+        if self.models is not None:
+            return self.models.smart_turn(params=params)
         return LocalSmartTurnAnalyzerV3(params=params)
 
-    words = cfg.barge_in_words()
-    if cfg.barge_in == "pause":
-        if models is None:
-            pause = PauseThenDecide(onset_vad=onset_vad(cfg), log=log)
-        else:  # the judge's model is shared too, not loaded again by each call's strategy
-            name, judge, complete = models.interruption_judge(decision)
-            pause = PauseThenDecide(judge=judge, complete=complete, onset_vad=onset_vad(cfg, models), log=log)
-            pause.judge_name = name
-        start: list[Any] = [pause]
-    elif words is None:
-        start = [VADUserTurnStartStrategy(), TranscriptionUserTurnStartStrategy()]
-    else:
-        start = [WordsWhileBotSpeaks(min_words=words, use_interim=True)]
-    kind, timeout = cfg.turn_timeout()
-    if kind == "decide":
-        # smart-turn's own silence fallback is set past the rule's cap: the rule ends every turn
-        analyzer = smart_turn(SmartTurnParams(stop_secs=TurnThresholds().cap_ms / 1000 + 1))
-        stop: list[Any] = [DecidingTurnStopStrategy(analyzer=analyzer, decision=decision, log=log,
-                                                    preemptive=cfg.preemptive)]
-    elif kind == "smart":
-        analyzer = smart_turn(SmartTurnParams(stop_secs=timeout))
-        stop = [TurnAnalyzerUserTurnStopStrategy(turn_analyzer=analyzer)]
-    else:
-        stop = [SpeechTimeoutUserTurnStopStrategy(user_speech_timeout=timeout)]
-    return UserTurnStrategies(start=start, stop=stop)
+    def silence_s(self) -> float:
+        """The silence the `--turn` spec gives, in s (its kind must take one)."""
+        silence = self.cfg.turn_spec().silence_s
+        if silence is None:
+            raise ValueError(f"turn: '{self.cfg.turn}' gives no silence")
+        return silence
+
+
+def turn_strategies(cfg: PipelineConfig, *, decision: DecisionModel | None = None,
+                    log: CallLog | None = None, models: TurnModels | None = None) -> UserTurnStrategies:
+    """Turn start (the barge-in kind's) and turn end (the turn kind's) strategies, from the kinds' tables.
+
+    `decision` is the tiny decision model of a turn kind that needs it (loaded once per configuration); `log`
+    gets the strategies' verdicts; `models`: the Silero and smart-turn sessions and the barge-in judge shared
+    with other calls (None: their own)."""
+    parts = TurnParts(cfg, decision, log, models)
+    return UserTurnStrategies(start=cfg.barge_in_spec().entry.build_start_strategies(parts),
+                              stop=cfg.turn_spec().entry.build_stop_strategies(parts))
+
+
+# ---- the turn-end kinds' factories (voicelab.rules.turn_kinds.TURN_KINDS) ---------------------------------
+
+def decide_stop(parts: TurnParts) -> list[Any]:
+    """`decide`: smart-turn and the decision model, weighed by `DecideTurnEnd`."""
+    # smart-turn's own silence fallback is set past the rule's cap: the rule ends every turn
+    analyzer = parts.smart_turn(SmartTurnParams(stop_secs=TurnThresholds().cap_ms / 1000 + 1))
+    return [DecideTurnEndStopStrategy(analyzer=analyzer, decision=parts.decision, log=parts.log,
+                                      preemptive=parts.cfg.preemptive)]
+
+
+def smart_stop(parts: TurnParts) -> list[Any]:
+    """`smart[:MS]`: pipecat's smart-turn strategy; an unfinished-sounding turn ends after the spec's silence."""
+    return [TurnAnalyzerUserTurnStopStrategy(turn_analyzer=parts.smart_turn(SmartTurnParams(
+        stop_secs=parts.silence_s())))]
+
+
+def timeout_stop(parts: TurnParts) -> list[Any]:
+    """`timeout:MS`: pipecat's silence timeout."""
+    return [SpeechTimeoutUserTurnStopStrategy(user_speech_timeout=parts.silence_s())]
+
+
+# ---- the barge-in kinds' factories (voicelab.rules.turn_kinds.BARGE_IN_KINDS) ----------------------------
+
+def pause_start(parts: TurnParts) -> list[Any]:
+    """`pause`: pause the bot at the caller's voice, then stop for good or resume."""
+    cfg, models = parts.cfg, parts.models
+    if models is None:
+        return [PauseThenDecide(onset_vad=onset_vad(cfg), log=parts.log)]
+    # the judge's model is shared too, not loaded again by each call's strategy
+    name, judge, complete = models.interruption_judge(parts.decision)
+    pause = PauseThenDecide(judge=judge, complete=complete, onset_vad=onset_vad(cfg, models), log=parts.log)
+    pause.judge_name = name
+    return [pause]
+
+
+def vad_start(parts: TurnParts) -> list[Any]:
+    """`vad`: any speech starts the caller's turn (and stops the bot)."""
+    return [VADUserTurnStartStrategy(), TranscriptionUserTurnStartStrategy()]
+
+
+def words_start(parts: TurnParts) -> list[Any]:
+    """`words:N`: N recognised words while the bot talks."""
+    return [WordsWhileBotSpeaks(min_words=parts.cfg.barge_in_words(), use_interim=True)]

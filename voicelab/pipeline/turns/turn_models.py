@@ -29,6 +29,7 @@ from engines.decision.model import DecisionModel
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.pipeline.turns.barge_in_strategy import default_judge, model_judges
 from voicelab.rules.barge_in import Judge
+from voicelab.rules.turn_kinds import INTERRUPTION_JUDGE, SMART_TURN
 
 
 class _SileroState(SileroOnnxModel):
@@ -100,13 +101,13 @@ class TurnModels:
             return self._judge
 
     def preload(self, cfg: PipelineConfig, decision: DecisionModel | None = None) -> None:
-        """Load now what `cfg` needs (its VAD, its turn end, its barge-in judge), not in a caller's first
-        seconds."""
+        """Load now what `cfg` needs (its VAD, and the models its turn-end and barge-in kinds name in
+        `voicelab.rules.turn_kinds`), not in a caller's first seconds."""
         if cfg.vad == "silero":
             self.silero_session()
-        if cfg.turn_timeout()[0] in ("decide", "smart"):
+        if SMART_TURN in cfg.turn_spec().entry.models:
             self.smart_turn_session()
-        if cfg.barge_in == "pause":
+        if INTERRUPTION_JUDGE in cfg.barge_in_spec().entry.models:
             self.interruption_judge(decision)
 
     def silero_vad(self, *, sample_rate: int | None = None, params: VADParams | None = None) -> VADAnalyzer:

@@ -15,10 +15,10 @@ from dataclasses import replace
 import numpy as np
 import soxr
 
-from voicelab.call import mulaw
 from voicelab.fixtures.format import Fixture
 from voicelab.pcm import from_int16, to_int16
 from voicelab.pipeline.config import LINES
+from voicelab.pipeline.transport import mulaw
 
 
 def through_line(audio: np.ndarray, sample_rate: int) -> np.ndarray:

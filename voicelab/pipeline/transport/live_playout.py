@@ -27,6 +27,7 @@ from voicelab.measure.calllog import CallLog
 from voicelab.measure.playout import PlayoutLedger
 from voicelab.measure.recording import Track
 from voicelab.pipeline.frames import PlayoutMarkFrame, PlayoutPauseFrame, PlayoutResumeFrame
+from voicelab.rules.speaker_pause import SpeakerPause
 
 
 class LivePlayout(FrameProcessor):
@@ -39,7 +40,8 @@ class LivePlayout(FrameProcessor):
 
     Pauses (`PausableWebRTCOutput`): the pause frame overtakes the frame the track is still sending (at most
     one write), so the pause is logged once that frame had time to come through (`lag_ms`) or at the resume
-    or interruption that follows, at the end of the audio sent: the sample where the speaker stopped.
+    or interruption that follows, at the end of the audio sent: the sample where the speaker stopped
+    (`SpeakerPause` with a logging lag).
     """
 
     def __init__(self, log: CallLog, sample_rate: int, *, on_words: Callable[[int, int], None] | None = None,
@@ -55,14 +57,17 @@ class LivePlayout(FrameProcessor):
         self._play_end = 0  # sample where the audio handed to the browser so far ends
         self._analysed = 0
         self._tick_task: asyncio.Task[None] | None = None
-        self._paused = False
-        self._pause: tuple[int, int, str] | None = None  # (call ns it arrived, play ns then, reason), unlogged
+        self.pause = SpeakerPause(self.ledger, log_lag_ns=self._lag * 1_000_000_000 // sample_rate)
 
     def _now_sample(self) -> int:
         return self.log.now_ns() * self.sr // 1_000_000_000
 
     def _play_ns(self) -> int:
-        return max(self._play_end * 1_000_000_000 // self.sr, self.log.now_ns())
+        return max(self._sent_ns(), self.log.now_ns())
+
+    def _sent_ns(self) -> int:
+        """Where the audio seen sent so far ends."""
+        return self._play_end * 1_000_000_000 // self.sr
 
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         await super().process_frame(frame, direction)
@@ -75,18 +80,12 @@ class LivePlayout(FrameProcessor):
             elif isinstance(frame, PlayoutMarkFrame):
                 self._on_mark(frame)
             elif isinstance(frame, PlayoutPauseFrame):
-                if not self._paused:
-                    self._paused = True
-                    self._pause = (self.log.now_ns(), self._play_ns(), frame.reason)
-            elif isinstance(frame, PlayoutResumeFrame):
-                if self._paused:  # the held audio continues with its next sample
-                    self._log_pause()
-                    self._paused = False
-                    self.ledger.resumed(self._play_ns(), frame.reason)
-            elif isinstance(frame, InterruptionFrame):
-                self._log_pause()
-                self._paused = False
-                self.ledger.interrupted(self._play_ns())  # audio already sent still plays in the browser
+                self.pause.pause(frame.reason, self._play_ns(), self.log.now_ns())
+            elif isinstance(frame, PlayoutResumeFrame):  # the held audio continues with its next sample
+                self.pause.resume(frame.reason, self._play_ns(), self._sent_ns())
+            elif isinstance(frame, InterruptionFrame):  # audio already sent still plays in the browser
+                self.pause.interrupt(self._play_ns(), self._sent_ns())
+                self.pause.release()  # this side holds no audio
             elif isinstance(frame, (EndFrame, CancelFrame)):
                 await self._stop_ticker()
                 self.finish()
@@ -103,7 +102,7 @@ class LivePlayout(FrameProcessor):
 
     def finish(self) -> None:
         """The call is over: analyse the rest and close open stretches and chunks (idempotent)."""
-        self._log_pause()
+        self.pause.flush(self._sent_ns())
         end = max(self._play_end, self._now_sample())
         self.track.ensure(end + self.ledger.tracker.frame)
         self.ledger.finish(self.track.buf, end, self.log.now_ns())
@@ -133,13 +132,6 @@ class LivePlayout(FrameProcessor):
         c = self.ledger.word_started(m, t)
         self._words(c.chunk_id, c.words_started)
 
-    def _log_pause(self) -> None:
-        """Log the pending pause where the audio sent before it ends (the class doc)."""
-        if self._pause is not None:
-            _, at_ns, reason = self._pause
-            self._pause = None
-            self.ledger.paused(max(at_ns, self._play_end * 1_000_000_000 // self.sr), reason)
-
     def _words(self, chunk_id: int, words_started: int) -> None:
         if self._on_words is not None:
             self._on_words(chunk_id, words_started)
@@ -149,8 +141,7 @@ class LivePlayout(FrameProcessor):
     async def _ticker(self) -> None:
         while True:
             await asyncio.sleep(self._tick_s)
-            if self._pause is not None and self.log.now_ns() - self._pause[0] >= self._lag * 1_000_000_000 // self.sr:
-                self._log_pause()
+            self.pause.tick(self.log.now_ns(), self._sent_ns())
             self._analyse(self._now_sample() - self._lag)
 
     def _analyse(self, upto: int) -> None:

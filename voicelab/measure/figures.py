@@ -1,0 +1,834 @@
+"""The figure catalogue: every figure a run reports, declared once, with how each view shows it.
+
+Pure Python (no pipecat, no torch, no numpy): the command line's light views (the console tables, the results
+page) read it. A figure is a column of the per-turn table (`voicelab.measure.metrics.turn_table`, turns.csv,
+turns.parquet) and/or a key of summary.json. Its entry says:
+
+- `name`, `unit`, `better` ("lower", "higher", "nearer zero", or "" for a description that is no goal),
+  `doc` (one line; the turns.parquet column's meaning in docs/data-schema.md);
+- `turn`: how one caller turn's value is computed, from the turn's facts (`voicelab.measure.metrics.TurnFacts`:
+  its events, its reply, the steps metrics.py derives from them); or a sentence naming what sets the column
+  outside `turn_table` (the WAV analyser, the line run); None for a figure of summary.json only;
+- `dtype`: the Arrow type of its turns.parquet column (None: not a documented column; kept after them);
+- `summary`: how it goes into summary.json (`Summary`: dotted key, the statistic in words, the function over
+  the run's rows and events, its position);
+- `line`: whether a line run (`voicelab call`, which hears the agent only through a phone line) measures it:
+  "events" (from the call's rows, as any run), "recording" (the line run sets it from the recording), "no";
+- `part_of`: the figure this one is a consecutive part of (the FAR breakdown adds up to `far_ms`);
+- `views`: how each view shows it, each with its position `at` in that view: the console (`Column`, `Part`,
+  `Flag`, `Wide`, `Overall`), `voicelab compare` (`Paired`), the results page (`Result`) and the HTML report
+  (`ReportSummary`, `ReportTurn`, `ReportLineTurn`, `ReportPart`).
+
+The views and `summarize` read the catalogue when they run, so a figure added with `register` shows
+everywhere. docs/metrics.md's catalogue tables are generated from it (`python -m voicelab.measure.figures`).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from voicelab.measure.events import Event, EventKind
+
+if TYPE_CHECKING:  # typing only: metrics imports this module
+    from voicelab.measure.metrics import TurnFacts
+
+K = EventKind
+LINE = ("events", "recording", "no")
+BETTER = ("lower", "higher", "nearer zero", "")
+DTYPES = ("float64", "int32", "int64", "string", "bool")
+ACCURACY_BAR = 0.95  # answers correct below this share are marked (the report; the sweep's Pareto plot)
+DOC = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
+BEGIN, END = "<!-- figures:begin -->", "<!-- figures:end -->"
+
+
+class CatalogueError(ValueError):
+    """A figure entry that cannot be registered (a name taken, an unknown unit word); one line."""
+
+
+# ---- views: how each one shows a figure; `at` orders the figures within that view ---------------------------
+
+@dataclass(frozen=True)
+class Column:
+    """A column of the console's narrow per-turn table. show: "num", "blank" (nothing for None), "ok_wrong"."""
+
+    header: str
+    at: int
+    justify: str | None = None
+    overflow: str | None = None
+    show: str = "num"
+
+
+@dataclass(frozen=True)
+class Part:
+    """Its label in the console's breakdown cell (the parts of the figure it is `part_of`)."""
+
+    label: str
+    at: int
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A defect named in the console's flags cell: when "true" (True), "false" (False) or "positive" (> 0)."""
+
+    label: str
+    at: int
+    when: str = "true"
+
+
+@dataclass(frozen=True)
+class Wide:
+    """A column of the console's `--wide` per-turn table."""
+
+    header: str
+    at: int
+    left: bool = False
+
+
+@dataclass(frozen=True)
+class Overall:
+    """A row of the console's overall table, read from summary.json at `key` (dotted). show: "num" (nd
+    decimals), "p50"/"p95" (with the interval), "share" (a percentage), "share_of" (with the count at `n`),
+    "parts" (the `parts` sub-keys joined by '/')."""
+
+    label: str
+    at: int
+    key: str
+    show: str = "num"
+    nd: int = 0
+    n: str | None = None
+    parts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Paired:
+    """A row of `voicelab compare`: `stat` ("p50", "p95", "mean") of the per-turn column over each run, the
+    difference with its interval; `name` is the `--fail-on` key and `example` a threshold for it."""
+
+    name: str
+    label: str
+    stat: str
+    unit: str
+    at: int
+    example: str
+    answered_only: bool = False  # FAR: backchannels get no reply
+
+
+@dataclass(frozen=True)
+class Result:
+    """A row of the results page (docs/results.md) and a name for the README's headline table; `read` says how
+    the value is taken from summary.json at `key`: "p50"/"p95" (latency with interval), "median", "ms",
+    "count", "share" (with its count at `n`), "mean_p95", "count_per_100_words"."""
+
+    name: str
+    title: str
+    column: str
+    at: int
+    key: str
+    read: str
+    n: str | None = None
+    headline: bool = False  # in the README's rows that name no figures
+
+
+@dataclass(frozen=True)
+class ReportSummary:
+    """A column of the HTML report's summary table, read from summary.json at `key` (dotted)."""
+
+    header: str
+    at: int
+    key: str
+
+
+@dataclass(frozen=True)
+class ReportTurn:
+    """A column of the HTML report's per-turn table."""
+
+    at: int
+
+
+@dataclass(frozen=True)
+class ReportLineTurn:
+    """A column of the HTML report's per-turn table of a line run."""
+
+    at: int
+
+
+@dataclass(frozen=True)
+class ReportPart:
+    """A bar of the HTML report's stacked FAR breakdown, in this colour."""
+
+    colour: str
+    at: int
+
+
+View = Column | Part | Flag | Wide | Overall | Paired | Result | ReportSummary | ReportTurn | ReportLineTurn | ReportPart
+V = TypeVar("V", Column, Part, Flag, Wide, Overall, Paired, Result, ReportSummary, ReportTurn, ReportLineTurn,
+            ReportPart)
+
+
+# ---- summary.json ------------------------------------------------------------------------------------------
+
+@dataclass
+class SummaryData:
+    """What a figure's summary is computed from: the run's per-turn rows, its event rows and the WAV analyser's
+    rows. The numeric rules come from `voicelab.measure.metrics` (linear percentiles, seeded intervals), so
+    this module needs no numpy."""
+
+    rows: list[dict[str, Any]]
+    events: list[Event]
+    truth: list[Mapping[str, Any]] | None
+    percentile: Callable[[Sequence[float], float], float | None]
+    latency_stats: Callable[[Sequence[float]], dict[str, Any]]
+
+    @property
+    def answered(self) -> list[dict[str, Any]]:
+        """Turns that get a reply (backchannels do not)."""
+        return [r for r in self.rows if r["expect"] != "no_interrupt"]
+
+    @property
+    def backchannels(self) -> list[dict[str, Any]]:
+        return [r for r in self.rows if r["expect"] == "no_interrupt"]
+
+    def known(self, col: str, rows: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+        """Rows with a value in `col`."""
+        return [r for r in (self.rows if rows is None else rows) if r.get(col) is not None]
+
+    def values(self, col: str, rows: list[dict[str, Any]] | None = None) -> list[Any]:
+        return [r[col] for r in self.known(col, rows)]
+
+    def latency(self, col: str, rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """p50, p95, n and their bootstrap 95 % intervals."""
+        return self.latency_stats(self.values(col, rows))
+
+    def median(self, col: str, rows: list[dict[str, Any]] | None = None, nd: int = 1) -> float | None:
+        return _r(self.percentile(self.values(col, rows), 50), nd)
+
+    def total(self, col: str, rows: list[dict[str, Any]] | None = None) -> Any:
+        """The sum of the known values; None when there are none (no sample is not 0)."""
+        vals = self.values(col, rows)
+        return sum(vals) if vals else None
+
+    def count(self, col: str, rows: list[dict[str, Any]] | None = None, equal: Any = None) -> int:
+        """Rows whose `col` is true, or equals `equal` when that is given."""
+        rows = self.rows if rows is None else rows
+        if equal is None:
+            return sum(1 for r in rows if r.get(col))
+        return sum(1 for r in rows if r.get(col) == equal)
+
+    def share(self, col: str, rows: list[dict[str, Any]]) -> float | None:
+        """Share of `rows` whose `col` is true, 3 decimals; None without rows."""
+        return _r(sum(r[col] for r in rows) / len(rows), 3) if rows else None
+
+
+@dataclass(frozen=True)
+class Summary:
+    """One summary.json value of a figure: at the dotted `key`, `stat` in words (for the docs), computed by
+    `of` (None: written by the run itself, not by `summarize`); `at` orders summary.json."""
+
+    key: str
+    stat: str
+    of: Callable[[SummaryData], Any] | None
+    at: int
+
+
+def _r(x: float | None, nd: int = 1) -> float | None:
+    return None if x is None else round(x, nd)
+
+
+def _mean_p95(s: SummaryData, col: str) -> dict[str, Any]:
+    vals = s.values(col)
+    return {"mean": _r(sum(vals) / len(vals), 3) if vals else None, "p95": _r(s.percentile(vals, 95), 3),
+            "n": len(vals)}
+
+
+def _engine_totals(s: SummaryData) -> tuple[int, int, float]:
+    """(tokens, forwards, engine seconds) over the finished generations of turns with an engine time."""
+    by_turn = {(r["call_id"], r["turn"]): r for r in s.rows}
+    tokens = forwards = 0
+    seconds = 0.0
+    for e in s.events:
+        if e.kind != K.ENGINE_DONE or e.payload.get("cancelled"):
+            continue
+        r = by_turn.get((e.call_id, e.turn))
+        n = e.payload.get("tokens")
+        if r is None or r["engine_ms"] is None or not n:
+            continue
+        tokens += int(n)
+        seconds += r["engine_ms"] / 1000.0
+        forwards += int(e.payload.get("forwards") or 0)
+    return tokens, forwards, seconds
+
+
+def _tokens_per_s(s: SummaryData) -> float | None:
+    tokens, _, seconds = _engine_totals(s)
+    return _r(tokens / seconds, 2) if tokens and seconds > 0 else None
+
+
+def _forwards_per_token(s: SummaryData) -> float | None:
+    tokens, forwards, _ = _engine_totals(s)
+    return _r(forwards / tokens, 3) if tokens and forwards else None
+
+
+def _tool_calls(s: SummaryData) -> dict[str, int]:
+    """tool_call rows by outcome (voicelab.rules.tool_reason); a row without one (older runs) was executed."""
+    outcomes = [e.payload.get("outcome", "executed") for e in s.events if e.kind == K.TOOL_CALL]
+    return {"executed": outcomes.count("executed"), "confirmed": outcomes.count("confirmed"),
+            "refused": outcomes.count("refused")}
+
+
+def _unreliable_readings(s: SummaryData) -> dict[str, Any] | None:
+    """Turn ends decided on a reading the recogniser-reliability test rejects, by reason (None without
+    turn_decision rows: a turn rule other than `decide`)."""
+    decisions = [e for e in s.events if e.kind == K.TURN_DECISION]
+    if not decisions:
+        return None
+    reasons = [e.payload.get("unreliable_reason") or "avg_logprob" for e in decisions
+               if e.payload.get("words_reliable") is False]
+    return {"n": len(reasons), "of": len(decisions), "by_reason": {r: reasons.count(r) for r in sorted(set(reasons))}}
+
+
+def _truth_p95(s: SummaryData, key: str) -> float | None:
+    """p95 of |event figure - WAV figure| over the turns both measured."""
+    if s.truth is None:
+        return None
+    ours = {(r["call_id"], r["turn"]): r.get(key) for r in s.rows}
+    diffs = []
+    for t in s.truth:
+        mine = ours.get((t.get("call_id"), t.get("turn")))
+        if mine is not None and t.get(key) is not None:
+            diffs.append(abs(mine - float(t[key])))
+    return _r(s.percentile(diffs, 95))
+
+
+def _audible_per_100_words(s: SummaryData) -> float | None:
+    audible = s.total("audible", s.known("churn"))
+    spoken = sum(r["spoken_words"] for r in s.rows)
+    return _r(100.0 * audible / spoken, 3) if audible is not None and spoken > 0 else None
+
+
+def _slots_read_rows(s: SummaryData) -> list[dict[str, Any]]:
+    return [r for r in s.known("answer_correct") if r.get("slots_read")]
+
+
+# ---- the figure --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure (see the module docstring for each field)."""
+
+    name: str
+    unit: str
+    better: str
+    doc: str
+    turn: Callable[[TurnFacts], Any] | str | None = None
+    dtype: str | None = None
+    summary: tuple[Summary, ...] = ()
+    line: str = "no"
+    part_of: str | None = None
+    row_last: bool = False  # turn_table (turns.csv) puts it after the other columns, where it has always been
+    views: tuple[View, ...] = ()
+
+    @property
+    def computed(self) -> bool:
+        """turn_table computes it (else a writer sets the column, or it is a summary.json figure only)."""
+        return callable(self.turn)
+
+    @property
+    def per_turn(self) -> bool:
+        return self.turn is not None
+
+    @property
+    def summary_key(self) -> str:
+        """The top-level summary.json key its value sits under (its own name when it has none)."""
+        return self.summary[0].key.split(".")[0] if self.summary else self.name
+
+
+def _pauses(t: TurnFacts) -> int:
+    return 0 if t.pauses is None else t.pauses.pauses
+
+
+def _rev(name: str) -> Callable[[TurnFacts], int | None]:
+    return lambda t: None if t.revisions is None else getattr(t.revisions, name)
+
+
+def _median_summary(part: str, at: int) -> tuple[Summary, ...]:
+    return (Summary(f"far_breakdown_ms.{part}", "median over answered turns",
+                    lambda s: s.median(f"{part}_ms", s.answered), at),)
+
+
+_LATENCY = "p50, p95, n and their 95 % intervals"
+_EVENTS = "events"  # measured from the call's own rows, as in any run (a line run included)
+
+_CATALOGUE: list[Figure] = [
+    Figure("run_id", "id", "", "run_id of the run", "the table writer (voicelab.analysis.tables)", "string",
+           line=_EVENTS),
+    Figure("call_id", "id", "", "call", lambda t: t.call_id, "string", line=_EVENTS,
+           views=(Wide("call", 0, left=True), ReportTurn(0), ReportLineTurn(0))),
+    Figure("turn", "index", "", "caller utterance index within the call", lambda t: t.turn, "int32", line=_EVENTS,
+           views=(Column("turn", 0, justify="right"), Wide("turn", 1), ReportTurn(1), ReportLineTurn(1))),
+    Figure("expect", "label", "", "fixture expectation: null, 'interrupt' or 'no_interrupt' (backchannel)",
+           lambda t: t.said.expect, "string", line=_EVENTS,
+           views=(Column("expect", 1, overflow="fold", show="blank"), Wide("expect", 2, left=True), ReportTurn(2),
+                  ReportLineTurn(2))),
+    Figure("far_ms", "ms", "lower", "first audible response: bot acoustic onset minus caller speech end (events)",
+           lambda t: _r(t.far), "float64", line=_EVENTS,
+           summary=(Summary("far_ms", f"{_LATENCY}, answered turns", lambda s: s.latency("far_ms", s.answered), 20),),
+           views=(Column("FAR\nms", 2, justify="right"), Wide("FAR ms", 3),
+                  Overall("FAR p50 ms", 1, "far_ms", "p50"), Overall("FAR p95 ms", 2, "far_ms", "p95"),
+                  Paired("far_p50", "FAR p50", "p50", "ms", 0, "+50ms", answered_only=True),
+                  Paired("far_p95", "FAR p95", "p95", "ms", 1, "+50ms", answered_only=True),
+                  Result("far_p50", "FAR p50", "FAR p50 ms", 0, "far_ms", "p50", headline=True),
+                  Result("far_p95", "FAR p95", "FAR p95 ms", 1, "far_ms", "p95", headline=True),
+                  ReportSummary("FAR p50", 2, "far_ms.p50"), ReportSummary("FAR p95", 3, "far_ms.p95"),
+                  ReportTurn(3), ReportLineTurn(3))),
+    Figure("false_cut_in", "flag", "lower", "the bot's audio started inside this turn's caller speech (ground truth)",
+           lambda t: t.cut_in, "bool",
+           summary=(Summary("false_cut_ins", "count of turns", lambda s: s.count("false_cut_in"), 47),),
+           views=(Flag("false cut-in", 0), Overall("false cut-ins", 9, "false_cut_ins"),
+                  Result("false_cut_ins", "false cut-ins", "false cut-ins", 16, "false_cut_ins", "count",
+                         headline=True))),
+    Figure("answer_text", "text", "", "the reply's whole text, tool span included (engine_done)",
+           lambda t: t.answer["answer_text"], "string", line="recording"),
+    Figure("coherent", "flag", "higher",
+           "the reply is a well-formed response of the business's grammar (engines.shop.answers)",
+           lambda t: t.answer["coherent"], "bool", line="recording",
+           summary=(Summary("answers.coherent", "share of all replies, 3 decimals",
+                            lambda s: s.share("coherent", s.known("coherent")), 53),
+                    Summary("answers.replies", "replies scored for coherence", lambda s: len(s.known("coherent")), 55)),
+           views=(Flag("incoherent", 8, when="false"), Wide("coherent", 17),
+                  Overall("answers coherent", 15, "answers.coherent", "share"),
+                  Result("answers_coherent", "answers coherent", "coherent", 21, "answers.coherent", "share",
+                         n="answers.replies"))),
+    Figure("answer_correct", "flag", "higher", "right intent and exact slots against the fixture's expect_reply",
+           lambda t: t.answer["answer_correct"], "bool", line="recording",
+           summary=(Summary("answers.correct", "share of the scored replies (turns with expect_reply), 3 decimals",
+                            lambda s: s.share("answer_correct", s.known("answer_correct")), 50),
+                    Summary("answers.n", "scored replies", lambda s: len(s.known("answer_correct")), 54)),
+           views=(Column("answer", 4, show="ok_wrong"), Wide("answer ok", 16),
+                  Overall("answers correct", 13, "answers.correct", "share_of", n="answers.n"),
+                  Paired("accuracy", "answer accuracy", "mean", "", 8, "+5%"),
+                  Result("answers_correct", "answers correct", "correct", 19, "answers.correct", "share", n="answers.n",
+                         headline=True),
+                  ReportLineTurn(11))),
+    Figure("wrong_tool_call", "flag", "lower", "a tool call where the fixture expected none (or another one)",
+           lambda t: t.answer["wrong_tool_call"], "bool", line="recording",
+           summary=(Summary("answers.wrong_tool_calls", "count of the scored replies",
+                            lambda s: s.count("wrong_tool_call", s.known("answer_correct")), 56),),
+           views=(Flag("wrong tool", 7),
+                  Result("wrong_tool_calls", "wrong tool calls", "wrong tool calls", 22, "answers.wrong_tool_calls",
+                         "count"))),
+    Figure("preemptive", "label", "", "preemptive generation: 'hit' (kept), 'miss' (regenerated) or null (none)",
+           lambda t: t.preemptive, "string",
+           summary=(Summary("preemptive.hit", "count of turns", lambda s: s.count("preemptive", equal="hit"), 62),
+                    Summary("preemptive.miss", "count of turns", lambda s: s.count("preemptive", equal="miss"), 63))),
+    Figure("preempt_wasted_ms", "ms", "lower", "engine time of preemptive replies that were dropped",
+           lambda t: _r(t.preempt_wasted) if t.preemptive is not None else None, "float64",
+           summary=(Summary("preemptive.wasted_engine_ms", "sum",
+                            lambda s: _r(sum(r.get("preempt_wasted_ms") or 0.0 for r in s.rows)), 64),)),
+    Figure("stt_text", "text", "", "the recogniser's final words for the turn (null: no final transcript)",
+           lambda t: t.stt["stt_text"], "string"),
+    Figure("stt_wer", "ratio", "lower", "word error rate of stt_text against the fixture's text (project normaliser)",
+           lambda t: t.stt["stt_wer"], "float64",
+           summary=(Summary("stt_wer", "mean, p95 and n over turns, 3 decimals", lambda s: _mean_p95(s, "stt_wer"), 48),),
+           views=(Result("stt_wer", "stt_wer (mean)", "stt_wer", 18, "stt_wer", "mean_p95"),)),
+    Figure("slots_read", "flag", "higher",
+           "stt_text holds every slot word of the fixture's expect_reply (null: no slot word)",
+           lambda t: t.slots_read, "bool",
+           summary=(Summary("answers.correct_slots_read", "share correct of the scored turns whose slots were read",
+                            lambda s: s.share("answer_correct", _slots_read_rows(s)), 51),
+                    Summary("answers.n_slots_read", "scored turns whose slots were read",
+                            lambda s: len(_slots_read_rows(s)), 52)),
+           views=(Overall("answers correct, slot words read", 14, "answers.correct_slots_read", "share_of",
+                          n="answers.n_slots_read"),
+                  Result("answers_correct_slots_read", "answers correct, slot words read", "correct, slots read", 20,
+                         "answers.correct_slots_read", "share", n="answers.n_slots_read"))),
+    Figure("endpointing_ms", "ms", "lower", "caller speech end -> first turn_end", lambda t: t.path["endpointing_ms"],
+           "float64", part_of="far_ms", summary=_median_summary("endpointing", 30),
+           views=(Part("ep", 0), Wide("endpt", 4), ReportTurn(5), ReportPart("#8da0cb", 0),
+                  Result("endpointing", "FAR part: endpointing", "endpointing ms", 2, "far_breakdown_ms.endpointing",
+                         "median"))),
+    Figure("vad_stop_ms", "ms", "lower", "of endpointing: caller speech end -> the VAD's last stop before the turn end",
+           lambda t: t.path["vad_stop_ms"], "float64", part_of="endpointing_ms",
+           summary=_median_summary("vad_stop", 35),
+           views=(Part("vad", 0), Result("vad_stop", "endpointing part: VAD stop", "VAD stop ms", 3,
+                                         "far_breakdown_ms.vad_stop", "median"))),
+    Figure("stt_final_wait_ms", "ms", "lower", "of endpointing: the VAD stop -> the final reading, when it came later",
+           lambda t: t.path["stt_final_wait_ms"], "float64", part_of="endpointing_ms",
+           summary=_median_summary("stt_final_wait", 36),
+           views=(Part("final", 1), Result("stt_final_wait", "endpointing part: wait for the final reading",
+                                           "final reading ms", 4, "far_breakdown_ms.stt_final_wait", "median"))),
+    Figure("rule_wait_ms", "ms", "lower", "of endpointing: the final reading (or the VAD stop) -> the turn rule's end",
+           lambda t: t.path["rule_wait_ms"], "float64", part_of="endpointing_ms",
+           summary=_median_summary("rule_wait", 37),
+           views=(Part("rule", 2), Result("rule_wait", "endpointing part: turn rule's wait", "rule wait ms", 5,
+                                          "far_breakdown_ms.rule_wait", "median"))),
+    Figure("stt_ms", "ms", "lower", "turn_end -> llm_request (stt_final when no llm_request)",
+           lambda t: t.path["stt_ms"], "float64", part_of="far_ms", summary=_median_summary("stt", 31),
+           views=(Part("stt", 1), Wide("stt", 5), ReportTurn(6), ReportPart("#66c2a5", 1),
+                  Result("stt", "FAR part: STT", "STT ms", 6, "far_breakdown_ms.stt", "median"))),
+    Figure("engine_first_commit_ms", "ms", "lower", "llm_request -> first gate_commit, on the critical path (0 when a "
+                                                    "preemptive reply committed before the turn ended)",
+           lambda t: t.path["engine_first_commit_ms"], "float64", part_of="far_ms",
+           summary=_median_summary("engine_first_commit", 32),
+           views=(Part("eng", 2), Wide("engine", 6), ReportTurn(7), ReportPart("#fc8d62", 2),
+                  Result("engine_first_commit", "FAR part: engine to first commit", "engine to commit ms", 7,
+                         "far_breakdown_ms.engine_first_commit", "median"))),
+    Figure("gate_to_tts_ms", "ms", "lower", "first gate_commit -> first tts_request", lambda t: t.path["gate_to_tts_ms"],
+           "float64", part_of="far_ms", views=(Part("gate", 3), ReportPart("#e5c494", 3))),
+    Figure("tts_first_audio_ms", "ms", "lower", "first tts_request -> its tts_first_audio",
+           lambda t: t.path["tts_first_audio_ms"], "float64", part_of="far_ms",
+           summary=_median_summary("tts_first_audio", 33),
+           views=(Part("tts", 4), Wide("tts", 7), ReportTurn(8), ReportPart("#a6d854", 4),
+                  Result("tts_first_audio", "FAR part: TTS to first audio", "TTS ms", 8,
+                         "far_breakdown_ms.tts_first_audio", "median"))),
+    Figure("playout_ms", "ms", "lower", "tts_first_audio -> bot acoustic onset", lambda t: t.path["playout_ms"],
+           "float64", part_of="far_ms", summary=_median_summary("playout", 34),
+           views=(Part("play", 5), Wide("playout", 8), ReportTurn(9), ReportPart("#e78ac3", 5),
+                  Result("playout", "FAR part: playout", "playout ms", 9, "far_breakdown_ms.playout", "median"))),
+    Figure("stop_latency_ms", "ms", "lower", "barge-in: last audible bot sample minus interrupting speech onset",
+           lambda t: _r(t.stop_latency), "float64", line=_EVENTS,
+           summary=(Summary("stop_latency_ms", f"{_LATENCY}, interrupting turns",
+                            lambda s: s.latency("stop_latency_ms"), 40),),
+           views=(Column("stop\nms", 3, justify="right"), Wide("stop ms", 9),
+                  Overall("stop latency p50 ms", 3, "stop_latency_ms", "p50"),
+                  Overall("stop latency p95 ms", 4, "stop_latency_ms", "p95"),
+                  Paired("stop_p50", "stop latency p50", "p50", "ms", 2, "+50ms"),
+                  Paired("stop_p95", "stop latency p95", "p95", "ms", 3, "+50ms"),
+                  Result("stop_p50", "stop latency p50", "stop p50 ms", 11, "stop_latency_ms", "p50", headline=True),
+                  Result("stop_p95", "stop latency p95", "stop p95 ms", 12, "stop_latency_ms", "p95"),
+                  ReportSummary("stop p50", 4, "stop_latency_ms.p50"), ReportTurn(10), ReportLineTurn(5))),
+    Figure("recovery_ms", "ms", "lower", "far_ms of an expect='interrupt' turn",
+           lambda t: _r(t.far) if t.said.expect == "interrupt" else None, "float64", line=_EVENTS,
+           summary=(Summary("recovery_ms", _LATENCY, lambda s: s.latency("recovery_ms"), 41),),
+           views=(Overall("recovery p50 ms", 5, "recovery_ms", "p50"),
+                  Paired("recovery_p50", "recovery p50", "p50", "ms", 4, "+50ms"),
+                  Result("recovery_p50", "recovery (FAR after a barge-in) p50", "recovery ms", 13, "recovery_ms", "p50"),
+                  ReportSummary("recovery p50", 5, "recovery_ms.p50"), ReportLineTurn(7))),
+    Figure("interrupted", "flag", "", "the reply was cut by a barge-in", lambda t: t.cut, "bool",
+           views=(ReportTurn(12),)),
+    Figure("heard_word_errors", "words", "lower", "word edit distance, kept context vs words played (cut replies)",
+           lambda t: t.heard_errors, "int32",
+           summary=(Summary("heard_text_word_errors", "sum over cut replies",
+                            lambda s: s.total("heard_word_errors"), 42),),
+           views=(Flag("heard err", 3, when="positive"), Wide("heard err", 10),
+                  Overall("heard-text word errors", 6, "heard_text_word_errors"),
+                  Result("heard_text_word_errors", "heard-text word errors", "heard-text errors", 17,
+                         "heard_text_word_errors", "count"),
+                  ReportSummary("heard-text errors", 8, "heard_text_word_errors"), ReportTurn(13))),
+    Figure("false_barge_in", "flag", "lower", "backchannel turns: the bot stopped anyway",
+           lambda t: t.barged if t.said.expect == "no_interrupt" else None, "bool", line=_EVENTS,
+           summary=(Summary("false_barge_ins", "count over backchannel turns",
+                            lambda s: s.count("false_barge_in", s.backchannels) if s.backchannels else None, 43),),
+           views=(Flag("false BI", 1), Wide("false BI", 11), Overall("false barge-ins", 7, "false_barge_ins"),
+                  Result("false_barge_ins", "false barge-ins", "false barge-ins", 14, "false_barge_ins", "count",
+                         headline=True),
+                  ReportSummary("false barge-ins", 7, "false_barge_ins"), ReportTurn(14), ReportLineTurn(9))),
+    Figure("pauses", "count", "", "playout pauses (barge-in by pause) attributed by time to this caller utterance",
+           _pauses, "int32", row_last=True,
+           summary=(Summary("pauses", "sum over turns", lambda s: sum(r["pauses"] for r in s.rows), 45),)),
+    Figure("false_pause", "flag", "lower", "backchannel turns: the bot paused on it (it should have kept talking)",
+           lambda t: _pauses(t) > 0 if t.said.expect == "no_interrupt" else None, "bool", row_last=True,
+           summary=(Summary("false_pauses", "count over backchannel turns",
+                            lambda s: s.count("false_pause", s.backchannels) if s.backchannels else None, 44),),
+           views=(Flag("false pause", 2), Wide("false pause", 12), Overall("false pauses", 8, "false_pauses"),
+                  Result("false_pauses", "false pauses", "false pauses", 15, "false_pauses", "count"))),
+    Figure("resume_gap_ms", "ms", "lower", "longest paused silence before the bot resumed (null: no resume)",
+           lambda t: _r(max(t.pauses.resume_gaps_ms)) if t.pauses is not None and t.pauses.resume_gaps_ms else None,
+           "float64", row_last=True,
+           summary=(Summary("resume_gap_ms", _LATENCY, lambda s: s.latency("resume_gap_ms"), 46),)),
+    Figure("spoken_words", "words", "", "words of the reply that were played", lambda t: t.played_words, "int32",
+           summary=(Summary("revisions.spoken_words", "sum", lambda s: sum(r["spoken_words"] for r in s.rows), 73),)),
+    Figure("churn", "count", "lower", "revisions before release (absorbed by the gate)", _rev("churn"), "int32",
+           summary=(Summary("revisions.churn", "sum over replies with snapshots",
+                            lambda s: s.total("churn", s.known("churn")), 70),),
+           views=(Flag("churn", 4, when="positive"), Wide("churn", 13), Overall("churn", 11, "revisions.churn"),
+                  Result("churn", "churn (changed before the gate released it)", "churn", 25, "revisions.churn",
+                         "count"),
+                  ReportTurn(15))),
+    Figure("post_synthesis", "count", "lower", "revisions after the TTS request, before playout", _rev("post_synthesis"),
+           "int32",
+           summary=(Summary("revisions.post_synthesis", "sum over replies with snapshots",
+                            lambda s: s.total("post_synthesis", s.known("churn")), 71),),
+           views=(Flag("post-syn", 5, when="positive"), Wide("post-syn", 14),
+                  Overall("post-synthesis revisions", 12, "revisions.post_synthesis"),
+                  Result("post_synthesis", "post-synthesis revisions (changed after TTS, before playout)",
+                         "post-synthesis", 24, "revisions.post_synthesis", "count"),
+                  ReportTurn(16))),
+    Figure("audible", "count", "lower", "revisions after the text was played (audible defects)", _rev("audible"),
+           "int32",
+           summary=(Summary("revisions.audible", "sum over replies with snapshots",
+                            lambda s: s.total("audible", s.known("churn")), 72),
+                    Summary("revisions.audible_per_100_words", "100 x audible / spoken words, 3 decimals",
+                            _audible_per_100_words, 74)),
+           views=(Flag("audible", 6, when="positive"), Wide("audible", 15),
+                  Overall("audible revisions / 100 words", 10, "revisions.audible_per_100_words", nd=2),
+                  Paired("audible", "audible revisions per turn", "mean", "/turn", 7, "+0"),
+                  Result("audible_revisions", "audible revisions", "audible revisions", 23, "revisions.audible",
+                         "count_per_100_words", headline=True),
+                  ReportSummary("audible /100 words", 6, "revisions.audible_per_100_words"), ReportTurn(17))),
+    Figure("first_snapshot_ms", "ms", "lower", "llm_request -> first engine_snapshot",
+           lambda t: t.engine["first_snapshot_ms"], "float64"),
+    Figure("first_token_ms", "ms", "lower", "the engine's TTFT: llm_request -> first engine_snapshot with visible text",
+           lambda t: t.engine["first_token_ms"], "float64",
+           summary=(Summary("engine_figures.ttft_ms_p50", "median", lambda s: s.median("first_token_ms"), 83),)),
+    Figure("first_token_to_audio_ms", "ms", "lower", "first visible token -> first tts_first_audio of the reply (the "
+                                                     "part of FAR the gate controls)",
+           lambda t: t.engine["first_token_to_audio_ms"], "float64",
+           summary=(Summary("first_token_to_audio_ms", f"{_LATENCY}, answered turns",
+                            lambda s: s.latency("first_token_to_audio_ms", s.answered), 61),),
+           views=(Paired("first_token_to_audio_p50", "first token to audio p50", "p50", "ms", 5, "+50ms"),
+                  Paired("first_token_to_audio_p95", "first token to audio p95", "p95", "ms", 6, "+50ms"),
+                  Result("first_token_to_audio_p50", "first token to audio p50", "token to audio ms", 10,
+                         "first_token_to_audio_ms", "p50"))),
+    Figure("output_tokens_per_s", "tokens/s", "higher", "(tokens - 1) / (first visible text -> last snapshot) of that "
+                                                        "generation",
+           lambda t: t.engine["output_tokens_per_s"], "float64",
+           summary=(Summary("engine_figures.output_tokens_per_s_p50", "median, 2 decimals",
+                            lambda s: s.median("output_tokens_per_s", nd=2), 84),)),
+    Figure("first_commit_ms", "ms", "lower", "llm_request -> first gate_commit, the engine's own time",
+           lambda t: t.engine["first_commit_ms"], "float64",
+           summary=(Summary("engine_figures.first_commit_ms_p50", "median", lambda s: s.median("first_commit_ms"), 80),),
+           views=(Overall("engine first commit p50 ms", 17, "engine_figures.first_commit_ms_p50"),)),
+    Figure("engine_ms", "ms", "lower", "llm_request -> engine_done", lambda t: t.engine["engine_ms"], "float64",
+           summary=(Summary("engine_figures.tokens_per_s", "tokens over engine seconds of the finished generations, "
+                                                           "2 decimals", _tokens_per_s, 81),),
+           views=(Overall("engine tokens/s", 18, "engine_figures.tokens_per_s"),)),
+    Figure("tokens", "tokens", "", "tokens generated (engine_done)", lambda t: t.engine["tokens"], "int32"),
+    Figure("steps", "count", "", "engine steps (engine_done)", lambda t: t.engine["steps"], "int32"),
+    Figure("forwards", "count", "lower", "model forward passes (engine_done)", lambda t: t.engine["forwards"], "int32",
+           summary=(Summary("engine_figures.forwards_per_token", "forwards over tokens of the finished generations, "
+                                                                 "3 decimals", _forwards_per_token, 82),)),
+    Figure("cancelled", "flag", "", "the generation was cancelled", lambda t: t.engine["cancelled"], "bool"),
+    Figure("chunks", "count", "", "gate commits of the reply", lambda t: t.count(K.GATE_COMMIT), "int32"),
+    Figure("errors", "count", "lower", "error events of the reply", lambda t: t.count(K.ERROR), "int32",
+           views=(Flag("errors", 9, when="positive"), Wide("errors", 18))),
+    Figure("spec_hits", "count", "higher", "speculative synthesis: held audio played as a committed chunk (null: none "
+                                           "speculated)",
+           lambda t: t.speculative["spec_hits"], "int32",
+           summary=(Summary("speculative.hits", "sum", lambda s: s.total("spec_hits"), 65),)),
+    Figure("spec_drops", "count", "lower", "speculative synthesis: held audio thrown away unheard (revised, cut "
+                                           "elsewhere, reply ended)",
+           lambda t: t.speculative["spec_drops"], "int32",
+           summary=(Summary("speculative.drops", "sum", lambda s: s.total("spec_drops"), 66),)),
+    Figure("tts_ms_saved", "ms", "higher", "speculative synthesis: synthesis ms already done when the hits' chunks were "
+                                           "requested",
+           lambda t: t.speculative["tts_ms_saved"], "float64",
+           summary=(Summary("speculative.tts_ms_saved", "sum", lambda s: _r(s.total("tts_ms_saved")), 67),)),
+    Figure("truth_far_ms", "ms", "lower", "FAR re-derived from the recorded WAV (voicelab.measure.truth)",
+           "the WAV analyser (voicelab.measure.truth)", "float64", line=_EVENTS,
+           views=(ReportTurn(4), ReportLineTurn(4))),
+    Figure("truth_stop_latency_ms", "ms", "lower", "stop latency re-derived from the recorded WAV",
+           "the WAV analyser (voicelab.measure.truth)", "float64", line=_EVENTS,
+           views=(ReportTurn(11), ReportLineTurn(6))),
+    Figure("far_diff_ms", "ms", "nearer zero", "far_ms - truth_far_ms", "the table writer (voicelab.analysis.tables)",
+           "float64", line=_EVENTS,
+           summary=(Summary("truth.far_abs_diff_ms_p95", "p95 of |far_ms - WAV FAR| over matched turns",
+                            lambda s: _truth_p95(s, "far_ms"), 90),),
+           views=(Overall("truth: FAR Δp95 ms (events vs WAV)", 19, "truth.far_abs_diff_ms_p95"),
+                  Result("truth_far", "truth: FAR, events against the WAV (p95 of the difference)", "truth FAR Δ ms", 26,
+                         "truth.far_abs_diff_ms_p95", "ms"),
+                  ReportSummary("truth FAR |diff| p95", 9, "truth.far_abs_diff_ms_p95"))),
+    Figure("stop_diff_ms", "ms", "nearer zero", "stop_latency_ms - truth_stop_latency_ms",
+           "the table writer (voicelab.analysis.tables)", "float64", line=_EVENTS,
+           summary=(Summary("truth.stop_abs_diff_ms_p95", "p95 of |stop_latency_ms - WAV stop latency| over matched "
+                                                          "turns", lambda s: _truth_p95(s, "stop_latency_ms"), 91),),
+           views=(Result("truth_stop", "truth: stop latency, events against the WAV (p95 of the difference)",
+                         "truth stop Δ ms", 27, "truth.stop_abs_diff_ms_p95", "ms"),
+                  ReportSummary("truth stop |diff| p95", 10, "truth.stop_abs_diff_ms_p95"))),
+    Figure("truth_overlap", "flag", "", "the WAV shows the bot already audible at the caller's speech end",
+           "the WAV analyser (voicelab.measure.truth)", "bool", line=_EVENTS),
+    # the line run's own columns (voicelab.call.run): not in the documented schema, kept after it
+    Figure("talk_over_ms", "ms", "lower", "the agent audible during the caller's true speech (10 ms windows)",
+           "the line run (voicelab.call.run)", line="recording",
+           summary=(Summary("talk_over_ms", f"{_LATENCY}, answered turns (set by the line run)", None, 95),),
+           views=(ReportLineTurn(8),)),
+    Figure("readback_text", "text", "", "the agent's reply as the lab's recogniser read it back from the recording",
+           "the line run (voicelab.call.run)", line="recording", views=(ReportLineTurn(12),)),
+    Figure("false_barge_in_by", "label", "", "what showed the false barge-in: the agent's clear, or its silence",
+           "the line run (voicelab.call.run)", line="recording", views=(ReportLineTurn(10),)),
+    # figures of summary.json only
+    Figure("calls", "count", "", "calls in the run",
+           summary=(Summary("calls", "count", lambda s: len({e.call_id for e in s.events}), 10),), line=_EVENTS,
+           views=(ReportSummary("calls", 0, "calls"),)),
+    Figure("turns", "count", "", "caller utterances in the run",
+           summary=(Summary("turns", "count", lambda s: len(s.rows), 11),), line=_EVENTS,
+           views=(Overall("turns", 0, "turns"), ReportSummary("turns", 1, "turns"))),
+    Figure("unreliable_readings", "count", "lower", "turn ends decided on a reading the recogniser-reliability test "
+                                                    "rejects (null without turn_decision rows, as on a line run)",
+           summary=(Summary("unreliable_readings", "n, of (turn decisions) and by_reason", _unreliable_readings, 49),),
+           line=_EVENTS),
+    Figure("tool_calls", "count", "", "tool_call rows by outcome: executed, confirmed, refused",
+           summary=(Summary("tool_calls", "counts by outcome", _tool_calls, 60),),
+           views=(Overall("tool calls run/confirmed/refused", 16, "tool_calls", "parts",
+                          parts=("executed", "confirmed", "refused")),)),
+    Figure("price", "$", "lower", "tokens, cost per call and per 1,000 calls (voicelab.analysis.price)",
+           summary=(Summary("price", "set by the run (null without a published price)", None, 99),)),
+]
+
+
+# ---- reading and extending the catalogue ---------------------------------------------------------------------
+
+def figures() -> tuple[Figure, ...]:
+    """Every figure, in catalogue order (the per-turn table's column order)."""
+    return tuple(_CATALOGUE)
+
+
+def figure(name: str) -> Figure:
+    for f in _CATALOGUE:
+        if f.name == name:
+            return f
+    raise KeyError(name)
+
+
+def _check(f: Figure) -> None:
+    if any(g.name == f.name for g in _CATALOGUE):
+        raise CatalogueError(f"figure '{f.name}': the name is taken")
+    if f.better not in BETTER or f.line not in LINE or (f.dtype is not None and f.dtype not in DTYPES):
+        raise CatalogueError(f"figure '{f.name}': better one of {BETTER}, line one of {LINE}, dtype one of {DTYPES}")
+    if not f.unit:
+        raise CatalogueError(f"figure '{f.name}': no unit")
+
+
+def register(f: Figure) -> Figure:
+    """Add a figure to the catalogue (after the others); every view shows it from then on."""
+    _check(f)
+    _CATALOGUE.append(f)
+    return f
+
+
+def unregister(name: str) -> None:
+    _CATALOGUE.remove(figure(name))
+
+
+def views(kind: type[V]) -> list[tuple[Figure, V]]:
+    """(figure, view) for every view of this kind, in the view's order (`at`, then catalogue order)."""
+    found = [(f, v) for f in _CATALOGUE for v in f.views if isinstance(v, kind)]
+    return sorted(found, key=lambda fv: fv[1].at)
+
+
+def parts_of(name: str) -> list[Figure]:
+    """The figures that are consecutive parts of `name` (the FAR breakdown), in catalogue order."""
+    return [f for f in _CATALOGUE if f.part_of == name]
+
+
+def turn_row(facts: TurnFacts) -> dict[str, Any]:
+    """One row of the per-turn table: every computed figure of one caller turn."""
+    row: dict[str, Any] = {}
+    for late in (False, True):
+        for f in _CATALOGUE:
+            if f.computed and f.row_last == late:
+                row[f.name] = f.turn(facts)  # type: ignore[operator]
+    return row
+
+
+def summaries() -> list[tuple[Figure, Summary]]:
+    """(figure, summary) for every summary.json value, in summary.json order."""
+    return sorted(((f, s) for f in _CATALOGUE for s in f.summary), key=lambda fs: fs[1].at)
+
+
+def summary(data: SummaryData) -> dict[str, Any]:
+    """The figures' part of summary.json, nested by dotted key, in summary order (values `summarize` computes)."""
+    out: dict[str, Any] = {}
+    for _, s in summaries():
+        if s.of is None:
+            continue
+        *groups, leaf = s.key.split(".")
+        node = out
+        for g in groups:
+            node = node.setdefault(g, {})
+        node[leaf] = s.of(data)
+    return out
+
+
+def line_not_measured() -> tuple[str, ...]:
+    """Top-level summary.json keys a line run cannot measure (every figure under the key has line "no"), in
+    summary order: the run sets them to null and lists them in `not_measured`."""
+    under: dict[str, list[Figure]] = {}
+    for f, s in summaries():
+        under.setdefault(s.key.split(".")[0], []).append(f)
+    return tuple(k for k, fs in under.items() if all(f.line == "no" for f in fs))
+
+
+def line_columns() -> tuple[str, ...]:
+    """Per-turn columns a line run sets from its recording (turns.csv and turns.parquet)."""
+    return tuple(f.name for f in _CATALOGUE if f.line == "recording" and f.per_turn)
+
+
+T = TypeVar("T")
+
+
+class Live(Mapping[str, T]):
+    """A read-only mapping rebuilt from the catalogue on every use, so a registered figure is in it."""
+
+    def __init__(self, build: Callable[[], dict[str, T]]) -> None:
+        self._build = build
+
+    def __getitem__(self, key: str) -> T:
+        return self._build()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._build())
+
+    def __len__(self) -> int:
+        return len(self._build())
+
+
+# ---- docs/metrics.md -------------------------------------------------------------------------------------------
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _turn_text(f: Figure) -> str:
+    if f.turn is None:
+        return "—"
+    return "`turn_table`" if f.computed else _cell(str(f.turn))
+
+
+def _summary_text(f: Figure) -> str:
+    return "; ".join(f"`{s.key}`: {_cell(s.stat)}" for s in f.summary) or "—"
+
+
+def catalogue_markdown() -> str:
+    """The generated block of docs/metrics.md: every figure (unit, direction, where its value comes from, its
+    summary, whether a line run measures it) and the `voicelab compare` figures with a `--fail-on` example."""
+    lines = [BEGIN, "<!-- generated from voicelab/measure/figures.py by `python -m voicelab.measure.figures`; "
+             "do not edit -->", "",
+             "| figure | unit | better | per turn | summary.json | line run | meaning |",
+             "|---|---|---|---|---|---|---|"]
+    line_text = {"events": "yes", "recording": "from the recording", "no": "no"}
+    for f in _CATALOGUE:
+        lines.append(f"| `{f.name}` | {_cell(f.unit)} | {f.better or '—'} | {_turn_text(f)} | {_summary_text(f)} "
+                     f"| {line_text[f.line]} | {_cell(f.doc)} |")
+    lines += ["", "`voicelab compare` figures (`--fail-on NAME:+THRESHOLD`; `ms` only for millisecond figures, `%` "
+              "divides by 100):", "", "| name | figure | per-turn column | statistic | example |", "|---|---|---|---|---|"]
+    lines += [f"| `{p.name}` | {p.label} | `{f.name}` | {p.stat} | `{p.name}:{p.example}` |" for f, p in views(Paired)]
+    return "\n".join([*lines, END])
+
+
+def replace_block(text: str, block: str) -> str | None:
+    """`text` with its BEGIN ... END block replaced; None when the markers are missing."""
+    start, end = text.find(BEGIN), text.find(END)
+    if start < 0 or end < start:
+        return None
+    return text[:start] + block + text[end + len(END):]
+
+
+def main(doc: Path = DOC) -> int:
+    """Rewrite docs/metrics.md's catalogue block from the catalogue."""
+    text = doc.read_text(encoding="utf-8")
+    new = replace_block(text, catalogue_markdown())
+    if new is None:
+        print(f"{doc}: no {BEGIN} ... {END} markers", file=sys.stderr)
+        return 2
+    if new != text:
+        doc.write_text(new, encoding="utf-8")
+    print(f"{doc}: {len(_CATALOGUE)} figures")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
