@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/concurrency.py [--levels 1,2,4,8] [--fixtures single_question,...]
         [--stt transcript] [--out benchmarks/results/concurrency.json] [--runs-dir DIR]
 
-For each level N, `voicelab.runs.run.run_config` plays the fixture list N times over (`repeat=N`) with
+For each level N, `voicelab.runs.calls.run_config` plays the fixture list N times over (`repeat=N`) with
 `concurrency=N`, so N calls are in flight for the whole level (same plan as `voicelab run --repeat N
 --concurrency N`). One `Resources` is loaded once and shared by every level, as one `voicelab run` shares it
 by all its calls: the engine steps in its one worker thread, the Piper voice is serialized, each call has
@@ -45,7 +45,7 @@ def _calls_lag_ms(run_dir: Path) -> list[float]:
 
 def measure_level(n: int, cfg: Any, res: Any, fixtures: list[Any], runs_dir: Path) -> dict[str, Any]:
     """Play the fixture list n times over, n calls at a time; the level's figures."""
-    from voicelab.runs.run import run_config
+    from voicelab.runs.calls import run_config
 
     load_before = os.getloadavg()
     cpu0, t0 = _cpu_s(), time.monotonic()
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     from voicelab.cli.common import quiet_pipecat_logs
     from voicelab.pipeline.config import PipelineConfig
     from voicelab.pipeline.resources import Resources
-    from voicelab.runs.run import load_fixtures
+    from voicelab.runs.calls import load_fixtures
 
     quiet_pipecat_logs("ERROR")
     cfg = PipelineConfig(engine=a.engine, stt=a.stt)

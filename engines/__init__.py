@@ -19,5 +19,5 @@ Subpackages, by concern, and whom each may import:
     eval/        held-out evaluation, the engine bench, the commit-policy probe          everything
 
 The registry and eval/ import other subpackages inside the functions that need them, so reading a spec
-loads no torch. `tests/test_layout.py` checks these rules.
+loads no torch. `tests/repo/test_layout.py` checks these rules.
 """

@@ -9,7 +9,7 @@ the gap between "held out" and "unseen" stays visible:
   rest, own seed): first names common in English-speaking countries ("this is tom ...", "... my name is daniel"),
   which the shipped weights never saw as names and a lower-case recogniser writes like any English word;
 - **phrasings and fillers** written here, none of them a template or filler of engines/shop/corpus.py or
-  engines/shop/phrasing.py (tests/test_engines_unseen.py checks both);
+  engines/shop/phrasing.py (tests/engines/eval/test_unseen.py checks both);
 - **form**: half the prompts as Whisper writes (sentence case, punctuation, capitalised names and days,
   "2:00 PM", "2 p.m.", "14:00", "two o'clock", "51208", "512 08"), half as a lower-case recogniser writes
   (spoken numbers: "five one two oh eight", "two thirty pm").
@@ -103,7 +103,7 @@ COMMON_NAMES = (
 )
 COMMON_SEED = 4242
 # the set's own phrasings again, and the self-introductions callers use most ("this is NAME", "my name is NAME",
-# booking "under NAME"), none a corpus template (tests/test_engines_unseen.py checks it)
+# booking "under NAME"), none a corpus template (tests/engines/eval/test_unseen.py checks it)
 COMMON_TEMPLATES: dict[str, tuple[str, ...]] = {
     "book": TEMPLATES["book"] + ("This is {N}, could you book me {S} on {D} at {T}?",
                                  "I'd like {S} on {D} at {T}, my name is {N}.",

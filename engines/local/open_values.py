@@ -30,7 +30,7 @@ Which words are the caller's own values, on principle and without a list of name
   names is involved: the slots come from where the corpus's templates put a name.
 A common English word the corpus never used ("afternoon", "instead") stays a word outside a name slot: taking
 it for a name would book the appointment under it. Inside one the rule can still be wrong ("it is under
-warranty": "warranty" stands where the corpus always has a name); tests/test_engines_open_values.py pins the
+warranty": "warranty" stands where the corpus always has a name); tests/engines/local/test_open_values.py pins the
 guarded cases.
 A hosted LLM reads the recogniser's own text and needs none of this (docs/decisions/input-normaliser.md).
 """

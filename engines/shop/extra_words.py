@@ -18,7 +18,7 @@ sentence of nothing but unknown words is an off-topic one. The pool (`extra_word
 - words that change what a request means when added: negations, numbers, days, months, times of day;
 - every word of the evaluation sets (the unseen-caller set `engines/eval/unseen.jsonl` and the
   out-of-domain set `engines/shop/ood.py`), so that those sets still measure words never seen in
-  training (tests/test_engines_extra_words.py checks it);
+  training (tests/engines/shop/test_extra_words.py checks it);
 - rare words (wordfreq Zipf below `open_values.RARE_ZIPF`): those get a stand-in name at inference.
 
     python -m engines.shop.word_lists extra-words     # rewrites extra_words.txt (engines/shop/word_lists.py)

@@ -521,7 +521,7 @@ def _runs_at(path: Path) -> list[RunData]:
 def render(runs: Sequence[RunData], title: str, max_turns: int = 12, max_canvases: int = 4,
            detail_runs: int = 3, decision: str = "") -> str:
     """The report page for these runs (the first `detail_runs` get waterfalls, canvases and turn tables);
-    `decision` is an HTML section put after the summary (`voicelab.analysis.decide.render_section`)."""
+    `decision` is an HTML section put after the summary (`voicelab.analysis.pareto.render_section`)."""
     out = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
            f"<style>{CSS}</style></head><body>", f"<h1>{html.escape(title)}</h1>",
            _p(f"generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} from {len(runs)} run(s); "

@@ -383,7 +383,7 @@ def render_results(entries: Sequence[Entry], out: Path) -> str:
              "Every figure on this page is generated from run summaries"
              + (f", those committed under {where} (summary.json as the run wrote it, plus meta.json: "
                 "the command, machine, date and commit)" if where else "") + ". Do not edit it by hand: "
-             "`tests/test_docs.py` regenerates it and fails on any difference. Intervals are 95 % (bootstrap "
+             "`tests/repo/test_docs.py` regenerates it and fails on any difference. Intervals are 95 % (bootstrap "
              "for latencies, Wilson for shares; see `docs/metrics.md`); a figure the run did not measure reads "
              "\"not measured\".", "",
              "| run | what | FAR p50 ms | date |", "|---|---|---|---|"]

@@ -6,11 +6,11 @@ directions, the call clock of `voicelab.measure.calllog` (t 0 = the `start` mess
 - caller side: the fixture's clips, started by the reactive rules of `voicelab.fixtures.schedule` exactly as
   `voicelab run`'s fixture player starts them, mixed into 8 kHz frames, µ-law encoded and sent as `media`
   (silence between clips, as a phone line sends); the left channel records what was sent;
-- agent side: `media` goes into the carrier's playout queue (`voicelab.call.playout`), whatever its pacing;
+- agent side: `media` goes into the carrier's playout queue (`voicelab.call.playout_queue`), whatever its pacing;
   every tick one frame leaves the queue and is what the caller hears, recorded on the right channel at the
   tick's wall time. `clear` empties the queue at once; `mark`s are echoed when playout reaches them;
 - bot_audio_start / bot_audio_end, for the caller's start rules and the event rows, come from what leaves the
-  queue, by the onset rule (`voicelab.measure.playout.AudibleTracker`, the rule of `voicelab.measure.onset`).
+  queue, by the onset rule (`voicelab.measure.playout_ledger.AudibleTracker`, the rule of `voicelab.measure.onset`).
 
 Every send happens on the clock's tick; the receiver only queues. A bad line ends the call with one line saying
 what is wrong (`CallResult.failure`), the audio and rows measured until then kept: refused connection, failed
@@ -33,12 +33,12 @@ from voicelab.call import protocol
 from voicelab.call.figures import Said, reply_turn
 from voicelab.call.line import LineStats
 from voicelab.call.pacing import FRAME_SAMPLES, LINE_RATE, FrameClock
-from voicelab.call.playout import PlayoutQueue
+from voicelab.call.playout_queue import PlayoutQueue
 from voicelab.fixtures.format import Fixture
 from voicelab.fixtures.schedule import CallerScheduler
 from voicelab.measure.calllog import CallerUtterance, CallLog
 from voicelab.measure.events import EventKind, EventWriter
-from voicelab.measure.playout import AudibleTracker
+from voicelab.measure.playout_ledger import AudibleTracker
 from voicelab.measure.recording import CallRecorder
 from voicelab.pcm import to_int16
 from voicelab.pipeline.transport import mulaw

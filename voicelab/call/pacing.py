@@ -5,7 +5,7 @@ keeps how late each frame really left; `ArrivalJitter` is RTP's interarrival jit
 https://www.rfc-editor.org/rfc/rfc3550#section-6.4.1) over the agent's media messages: the difference between
 the spacing of their arrival and the spacing of the audio they carry, smoothed by 1/16. An agent that sends its
 audio at line rate scores near 0; one that bursts whole sentences scores high, and the carrier's queue absorbs
-the difference (`voicelab.call.playout`).
+the difference (`voicelab.call.playout_queue`).
 """
 
 from __future__ import annotations

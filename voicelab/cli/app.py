@@ -69,7 +69,7 @@ def bench_engines(
             user_prompts = load_prompts(prompts)
         except (OSError, ValueError) as e:
             fail(prompt_file_error(prompts, e))
-    from engines.eval import bench  # torch
+    from engines.eval import engine_bench as bench  # torch
 
     try:
         rows = bench.run_bench(n, ood_garbled, threads, rounds, prompts=user_prompts,

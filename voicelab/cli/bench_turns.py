@@ -36,7 +36,7 @@ def bench_turns(
     from rich.console import Console
 
     from voicelab.fixtures.format import FixtureError
-    from voicelab.turnbench import bench
+    from voicelab.turnbench import turn_bench as bench
     from voicelab.turnbench.audio import AudioError
     from voicelab.turnbench.cases import CACHE_ROOT
 
@@ -85,7 +85,7 @@ def _print_tables(result: dict[str, Any]) -> None:
     from rich.table import Table
 
     from voicelab.analysis import calibration
-    from voicelab.turnbench import bench
+    from voicelab.turnbench import turn_bench as bench
 
     console = Console(stderr=True)
     f = bench.fmt_ms
@@ -128,7 +128,7 @@ def _curve_table(result: dict[str, Any], g: str, passes: str) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from voicelab.turnbench import bench
+    from voicelab.turnbench import turn_bench as bench
 
     f = bench.fmt_ms
     grp = result["groups"][g]

@@ -117,7 +117,7 @@ def call(
     """Play fixtures to a voice agent over a telephone media stream (WebSocket, 8 kHz µ-law) and measure it
     from its audio alone: FAR, stop latency, recovery, false barge-ins, talk-over, the line's own latency."""
     from voicelab.call.carrier import CallOptions, CallResult
-    from voicelab.call.run import BargeInRule, check_url, load_line_fixtures, redact_url, run_line_calls
+    from voicelab.call.line_run import BargeInRule, check_url, load_line_fixtures, redact_url, run_line_calls
 
     try:
         check_url(url)

@@ -6,7 +6,7 @@ each option names. Regenerate with
 
     python -m voicelab.cli.docs_ref > docs/cli.md
 
-(`tests/test_docs.py` renders it and fails when the committed page differs).
+(`tests/repo/test_docs.py` renders it and fails when the committed page differs).
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ def render() -> str:
     sections = list(_walk(root, [PROG], None))
     lines = ["# Command line reference", "",
              "Generated from the typer app (`voicelab/cli/app.py`): do not edit by hand. Regenerate with "
-             f"`{REGENERATE}`; `tests/test_docs.py` fails when this page and the commands differ. Every "
+             f"`{REGENERATE}`; `tests/repo/test_docs.py` fails when this page and the commands differ. Every "
              "command's `--help` says the same.", ""]
     for path, _cmd, _ctx in sections[1:]:
         indent = "  " * (len(path) - 2)

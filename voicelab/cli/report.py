@@ -57,7 +57,7 @@ def report(
     from rich.console import Console
 
     from voicelab.analysis import AnalysisError
-    from voicelab.analysis.decide import decision_report, print_decision
+    from voicelab.analysis.pareto import decision_report, print_decision
     from voicelab.analysis.report import build_report
     from voicelab.measure.events import EventLogError
     from voicelab.measure.truth import TruthError

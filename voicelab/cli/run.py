@@ -106,7 +106,7 @@ def run(
     params = dict(locals())
     from rich.console import Console
 
-    from voicelab.runs.run import failed_runs, run_fixtures  # loads pipecat and the models' runtimes
+    from voicelab.runs.calls import failed_runs, run_fixtures  # loads pipecat and the models' runtimes
 
     quiet_pipecat_logs("ERROR")  # pipecat's DEBUG chatter stays out of the tables
     try:

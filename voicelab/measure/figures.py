@@ -640,15 +640,15 @@ _CATALOGUE: list[Figure] = [
                   ReportSummary("truth stop |diff| p95", 10, "truth.stop_abs_diff_ms_p95"))),
     Figure("truth_overlap", "flag", "", "the WAV shows the bot already audible at the caller's speech end",
            "the WAV analyser (voicelab.measure.truth)", "bool", line=_EVENTS),
-    # the line run's own columns (voicelab.call.run): not in the documented schema, kept after it
+    # the line run's own columns (voicelab.call.line_run): not in the documented schema, kept after it
     Figure("talk_over_ms", "ms", "lower", "the agent audible during the caller's true speech (10 ms windows)",
-           "the line run (voicelab.call.run)", line="recording",
+           "the line run (voicelab.call.line_run)", line="recording",
            summary=(Summary("talk_over_ms", f"{_LATENCY}, answered turns (set by the line run)", None, 95),),
            views=(ReportLineTurn(8),)),
     Figure("readback_text", "text", "", "the agent's reply as the lab's recogniser read it back from the recording",
-           "the line run (voicelab.call.run)", line="recording", views=(ReportLineTurn(12),)),
+           "the line run (voicelab.call.line_run)", line="recording", views=(ReportLineTurn(12),)),
     Figure("false_barge_in_by", "label", "", "what showed the false barge-in: the agent's clear, or its silence",
-           "the line run (voicelab.call.run)", line="recording", views=(ReportLineTurn(10),)),
+           "the line run (voicelab.call.line_run)", line="recording", views=(ReportLineTurn(10),)),
     # figures of summary.json only
     Figure("calls", "count", "", "calls in the run",
            summary=(Summary("calls", "count", lambda s: len({e.call_id for e in s.events}), 10),), line=_EVENTS,

@@ -17,7 +17,7 @@ call, the browser's WebRTC output, the phone line's media-stream output (all thr
 
 from __future__ import annotations
 
-from voicelab.measure.playout import PlayoutLedger
+from voicelab.measure.playout_ledger import PlayoutLedger
 from voicelab.rules.playout_hold import PlayoutHold
 
 

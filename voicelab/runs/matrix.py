@@ -102,7 +102,7 @@ class CellSpec:
         return _slug(f"{self.engine}-{self.sampler or 'default'}-{self.policy}-{fx}")[:60] + "-" + digest
 
     def config(self) -> dict[str, Any]:
-        """The configuration given to the runner (`voicelab.runs.run.run_config`'s first argument)."""
+        """The configuration given to the runner (`voicelab.runs.calls.run_config`'s first argument)."""
         out = {"engine": self.engine, "sampler": self.sampler, "policy": self.policy, "shaper": self.shaper_dict,
                "fixtures": list(self.fixtures), "seed": self.seed}
         if self.repeat > 1:  # only then: cells of sweeps run before repetitions keep their ids (resume)

@@ -1,7 +1,7 @@
 """`voicelab run --ray`: every call of a configuration as a Ray task, written back by this process.
 
 The cluster itself is joined by `voicelab.runs.cluster.joined` and the `--ray` options are checked by
-`voicelab.runs.plan.check_ray`; `voicelab.runs.run.run_config` picks this dispatch or the local one.
+`voicelab.runs.plan.check_ray`; `voicelab.runs.calls.run_config` picks this dispatch or the local one.
 """
 
 from __future__ import annotations

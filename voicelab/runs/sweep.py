@@ -13,7 +13,7 @@ and clears unfinished ones (left by a crash or kill) before running them again, 
 same arguments resumes where it stopped. A cell whose runner raises is reported and the sweep goes on.
 
 A cell runner is `Callable[[CellSpec, Path], Path]`: it runs the cell's configuration into the given folder
-and returns the run folder. `run_config_runner` calls the pipeline's `voicelab.runs.run.run_config(config,
+and returns the run folder. `run_config_runner` calls the pipeline's `voicelab.runs.calls.run_config(config,
 fixtures, out_dir)`; `voicelab.runs.synthetic.synthetic_cell_runner` writes a synthetic run (dry runs, tests).
 On Ray the runner is shipped to the workers, so it must be a module-level function of an installed module,
 and OUT must be on storage every node can write.
@@ -63,8 +63,8 @@ CONCURRENCY_NOTE_RAY = ("note: on Ray, cells that land on the same machine run a
 # ---- running ---------------------------------------------------------------------------------------------
 
 def run_config_runner(cell: CellSpec, out_dir: Path) -> Path:
-    """The real runner: the pipeline's `voicelab.runs.run.run_config(config, fixtures, out_dir)`."""
-    from voicelab.runs.run import run_config  # the pipeline (pipecat, torch) loads only for real cells
+    """The real runner: the pipeline's `voicelab.runs.calls.run_config(config, fixtures, out_dir)`."""
+    from voicelab.runs.calls import run_config  # the pipeline (pipecat, torch) loads only for real cells
 
     return Path(run_config(cell.config(), list(cell.fixtures), out_dir, repeat=cell.repeat))
 

@@ -37,8 +37,8 @@ from voicelab.measure.recording import Track
 from voicelab.measure.truth import call_truth_dict
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.pipeline.transport.mic_recorder import MicRecorder
+from voicelab.runs.calls import config_record, finish_run
 from voicelab.runs.folder import RunFolder
-from voicelab.runs.run import config_record, finish_run
 
 K = EventKind
 MAX_TEXT = 400  # a page's user agent is kept to this many characters

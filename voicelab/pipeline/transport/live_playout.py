@@ -3,7 +3,7 @@ does for a recorded call.
 
 The WebRTC output hands each audio frame on once its last 10 ms has left for the browser, so the time it
 passes gives when the bot's audio went out; from that it logs `playout_*` (per chunk and word, from the TTS's
-marks) and `bot_audible_onset` / `bot_audible_end` (the onset rule, `voicelab.measure.playout.AudibleTracker`).
+marks) and `bot_audible_onset` / `bot_audible_end` (the onset rule, `voicelab.measure.playout_ledger.AudibleTracker`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pipecat.frames.frames import (
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 
 from voicelab.measure.calllog import CallLog
-from voicelab.measure.playout import PlayoutLedger
+from voicelab.measure.playout_ledger import PlayoutLedger
 from voicelab.measure.recording import Track
 from voicelab.pipeline.frames import PlayoutMarkFrame, PlayoutPauseFrame, PlayoutResumeFrame
 from voicelab.rules.speaker_pause import SpeakerPause

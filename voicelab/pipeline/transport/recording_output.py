@@ -39,7 +39,7 @@ from pipecat.transports.base_transport import TransportParams
 from voicelab.fixtures.schedule import CallerScheduler
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind
-from voicelab.measure.playout import AudibleEvent, PlayoutLedger
+from voicelab.measure.playout_ledger import AudibleEvent, PlayoutLedger
 from voicelab.measure.recording import CallRecorder
 from voicelab.pipeline.frames import PlayoutMarkFrame, PlayoutPauseFrame, PlayoutResumeFrame
 from voicelab.rules.speaker_pause import SpeakerPause

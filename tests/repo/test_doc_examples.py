@@ -1,0 +1,678 @@
+"""Every example command of README.md and docs/ parses against the real command tree and runs in a test.
+
+An example is a line of a fenced code block (```) of README.md or docs/**/*.md (not the generated docs/cli.md
+and docs/results.md) that starts with `voicelab`, `.venv/bin/voicelab`, `python` or `.venv/bin/python`; lines
+ending in `\\` are joined, a trailing `# comment` and a trailing `&` dropped. README.md's two set-up lines
+(`bash scripts/setup.sh ...`) are not examples: CI runs the second, and the first is how a machine gets here.
+
+- `test_every_voicelab_example_parses`: each `voicelab ...` example against the click tree of the real typer
+  app (fast; catches an option renamed or removed under the docs).
+- `TABLE` maps each example, exactly as normalised, to the test that runs it and how: an example with no
+  entry fails ("add it to the table or change the docs"), and an entry no page holds any more fails too.
+- The run tests run each example as written, through bash in a work folder under tmp_path, with the
+  placeholders made real: `runs/RUN`, `runs/A`, `runs/B` are links to run folders this file makes with real
+  short runs, `call.wav` and `calls/*.wav` that run's stereo recording, `HOST:PORT` and
+  `wss://agent.example.com` a server the test started on a free loopback port. Servers (`voicelab serve`,
+  `voicelab mock-engine`, the reference phone agent) run as subprocesses on a free loopback port, answer an
+  HTTP request before anything uses them, and are stopped at the end; a port a page names (8000, 8765, 8808)
+  is replaced by theirs.
+- Running the examples takes minutes on two cores (servers, real-time calls), so every run test is in the slow
+  lane and the quick lane (`-m "not slow"`) only parses them; `SLOW` names the slowest, each with its reason.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import typer
+
+ROOT = Path(__file__).resolve().parents[2]
+VENV = Path(sys.executable).parent.parent  # the virtual environment these tests run in (.venv)
+FIXTURES = ROOT / "audio_fixtures"
+GENERATED = {"docs/cli.md", "docs/results.md"}  # written by voicelab itself (test_docs.py checks them)
+PROGRAMS = ("voicelab", ".venv/bin/voicelab", "python", ".venv/bin/python")
+SETUP_LINES = (  # README.md's set-up: not examples (CI runs the second; the first made this machine)
+    "bash scripts/setup.sh && .venv/bin/voicelab run",
+    "bash scripts/setup.sh --test && .venv/bin/python -m pytest -q -p no:cacheprovider",
+)
+TIMEOUT_S = 900  # one command on a loaded 2-core machine; a hung one fails instead of holding the suite
+SERVER_UP_S = 240  # a server loading its models while other commands run beside it
+
+
+# ---- the examples ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Example:
+    file: str  # repository-relative
+    line: int  # where the example starts
+    cmd: str  # normalised
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.cmd}"
+
+
+def doc_files() -> list[Path]:
+    docs = sorted(p for p in (ROOT / "docs").rglob("*.md") if p.relative_to(ROOT).as_posix() not in GENERATED)
+    return [ROOT / "README.md", *docs]
+
+
+def _strip_comment(line: str) -> str:
+    """The line without a shell comment: a `#` that starts a word outside quotes."""
+    quote = None
+    for i, ch in enumerate(line):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1].isspace()):
+            return line[:i]
+    return line
+
+
+def normalise(text: str) -> str:
+    cmd = " ".join(_strip_comment(text).split())  # no command here holds a quoted run of spaces
+    return cmd.removesuffix("&").rstrip()
+
+
+def fenced_lines(path: Path) -> list[tuple[int, str]]:
+    out, fence = [], False
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.lstrip().startswith("```"):
+            fence = not fence
+        elif fence:
+            out.append((i, line))
+    return out
+
+
+def examples(paths: list[Path] | None = None) -> list[Example]:
+    found = []
+    for path in paths or doc_files():
+        rel = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
+        lines = fenced_lines(path)
+        k = 0
+        while k < len(lines):
+            start, text = lines[k]
+            if text.split(maxsplit=1)[:1] and text.split(maxsplit=1)[0] in PROGRAMS:
+                # a continuation joins the next fenced line (its own comment, if any, dropped with it)
+                while _strip_comment(text).rstrip().endswith("\\") and k + 1 < len(lines):
+                    k += 1
+                    text = _strip_comment(text).rstrip()[:-1] + " " + lines[k][1].strip()
+                found.append(Example(rel, start, normalise(text)))
+            k += 1
+    return found
+
+
+def test_extraction_reads_fences_continuations_comments_and_ampersands(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("voicelab run outside\n\n```\n# voicelab not this\nvoicelab run a \\\n    --out x  # c\n"
+                    "voicelab serve --port 1 &   # bg\n.venv/bin/python -m x --h 'a # b'\nbash scripts/y\n```\n"
+                    "```python\npython_var = 1\n```\n", encoding="utf-8")
+    assert [(e.line, e.cmd) for e in examples([page])] == [
+        (5, "voicelab run a --out x"), (7, "voicelab serve --port 1"), (8, ".venv/bin/python -m x --h 'a # b'")]
+
+
+def test_readme_setup_lines_are_the_two_known_ones() -> None:
+    setup = [normalise(t) for _i, t in fenced_lines(ROOT / "README.md") if t.startswith("bash scripts/setup.sh")]
+    assert tuple(setup) == SETUP_LINES
+
+
+# ---- parsing: every voicelab example against the real command tree -------------------------------------------
+
+def test_every_voicelab_example_parses() -> None:
+    root = typer.main.get_command(importlib.import_module("voicelab.cli.app").app)
+    bad = []
+    for ex in examples():
+        words = shlex.split(ex.cmd)
+        if not words[0].endswith("voicelab"):
+            continue
+        cmd, name, args = root, "voicelab", words[1:]
+        while getattr(cmd, "commands", None) and args and args[0] in cmd.commands:
+            name, cmd, args = f"{name} {args[0]}", cmd.commands[args[0]], args[1:]
+        if getattr(cmd, "commands", None):
+            bad.append(f"{ex}\n    {name}: a command group, not a command")
+            continue
+        try:
+            cmd.make_context(name, list(args), resilient_parsing=False)
+        except Exception as e:  # typer vendors click: its UsageError is not click's
+            msg = e.format_message() if hasattr(e, "format_message") else repr(e)
+            bad.append(f"{ex}\n    {type(e).__name__}: {msg}")
+    assert not bad, "examples the command line refuses:\n" + "\n".join(bad)
+
+
+# ---- the table: every example, the test that runs it and how --------------------------------------------------
+
+T_ONE = "test_one_call_report_compare_and_a_profile_matrix"
+T_HOSTED = "test_hosted_engine_against_the_mock_engine_and_probe"
+T_LINE = "test_live_demo_servers_and_the_phone_line"
+T_OWN = "test_own_calls_imported_checked_and_benched"
+T_BUILD = "test_fixtures_build_one"
+T_SLOW_RUN = "test_slow_main_runs"
+T_SLOW_MATRIX = "test_slow_long_answer_profile_matrix"
+T_SLOW_PLAY = "test_slow_own_calls_played"
+T_SLOW_BUILD = "test_slow_fixtures_build_the_suite"
+
+TABLE: dict[str, tuple[str, str]] = {
+    # README.md, Quick start
+    "voicelab run": (T_SLOW_RUN, "the main job's path (the default configuration, Whisper, a list of calls) on two of "
+                                 "its calls, single_question and barge_in_early: the whole list takes 4-5 minutes and "
+                                 "runs as the README's first command on a fresh clone before a release"),
+    "voicelab run real": (T_SLOW_RUN, "real -> hr_question_close, the list's first recording (the five take about "
+                                      "2 minutes; list selection: test_fixtures_build.py)"),
+    "voicelab run single_question --stt transcript --json": (
+        T_ONE, "as written; its run folder is runs/RUN and runs/A, its recording call.wav and calls/*.wav"),
+    "voicelab report runs/RUN": (T_ONE, "runs/RUN: a link to the --json run's folder"),
+    "voicelab compare runs/A runs/B --fail-on far_p95:+50ms": (
+        T_ONE, "runs/A: the --json run, runs/B: the celeris-1 matrix's pinned run (same fixture); exit 0, 1 "
+               "or 3 (one turn a side: undecided) are its documented verdicts, 2 (bad input) fails"),
+    "voicelab serve": (T_LINE, "--port P added; GET / answers; the server the phone-line calls use"),
+    "voicelab mock-engine": (T_HOSTED, "--port P added; GET /v1/models answers"),
+    "voicelab run weekly_hours --stt transcript --engine openai:gemini-2.5-flash "
+    "--base-url http://127.0.0.1:8808/v1": (T_HOSTED, "8808 -> the mock engine's port P"),
+    "voicelab probe profile:mercury-2": (T_HOSTED, "as written"),
+    "voicelab call ws://HOST:PORT/media-stream single_question": (T_LINE, "HOST:PORT -> the `voicelab serve`"),
+    "voicelab fixtures import call.wav --out my_calls": (T_OWN, "call.wav: the --json run's stereo recording"),
+    "voicelab bench turns --fixtures my_calls/call": (T_OWN, "my_calls/call: that import's fixture"),
+    "voicelab run human": (T_SLOW_RUN, "human -> human/speech/2414, the list's shortest caller (the eight take about "
+                                       "4 minutes)"),
+    "voicelab bench stt --data my_speech --json": (
+        T_OWN, "my_speech/: two sentences of the human set copied with their transcripts.tsv lines"),
+    # docs/engine-profiles.md
+    "voicelab run single_question --stt transcript --matrix profiles:celeris-1": (T_ONE, "as written"),
+    "voicelab run weekly_hours --stt transcript --matrix profiles:gpt-4.1-mini": (T_SLOW_MATRIX, "as written"),
+    # docs/fixtures.md
+    "voicelab fixtures check audio_fixtures/my_call": (
+        T_OWN, "audio_fixtures/my_call: a copy of the README import's fixture, in the work folder"),
+    "voicelab fixtures build": (T_SLOW_BUILD, "as written: the suite goes to the work folder's audio_fixtures/"),
+    "voicelab fixtures build --only NAME": (T_BUILD, "NAME -> single_question; to the work folder"),
+    # docs/live-demo.md
+    "voicelab serve --engine ar --policy prefix": (T_LINE, "--port P added; GET / answers"),
+    "voicelab serve --host 0.0.0.0 --port 8000 --max-sessions 2 --allow-origin https://example.org": (
+        T_LINE, "0.0.0.0 -> 127.0.0.1 (loopback only), 8000 -> P; GET / answers"),
+    # docs/own-calls.md
+    ".venv/bin/voicelab fixtures import calls/*.wav --out my_calls": (
+        T_OWN, "calls/: the --json run's stereo recording"),
+    ".venv/bin/voicelab fixtures import runs/live/20261202-101500-live-pc1 --out my_calls/live --name live": (
+        T_OWN, "a live session's run folder of that name, written by serve's own recorder (LiveRecording) from "
+               "the --json run's recording (a real browser session needs a browser)"),
+    ".venv/bin/voicelab fixtures import support.flac --out my_calls/support --caller-channel right "
+    "--expect-fallback": (T_OWN, "support.flac: the --json run's recording, channels swapped (caller right)"),
+    ".venv/bin/voicelab fixtures list my_calls": (T_OWN, "after the three imports"),
+    ".venv/bin/voicelab fixtures check my_calls": (T_OWN, "after the three imports"),
+    ".venv/bin/voicelab run my_calls": (T_SLOW_PLAY, "after the three imports (as in the fast test): plays all three"),
+    # docs/phone-line.md
+    "voicelab call ws://127.0.0.1:8765/media-stream single_question": (
+        T_LINE, "8765 -> the reference agent's port (docs/phone-line.md shows it twice)"),
+    "voicelab call wss://agent.example.com/media-stream single_question --repeat 2 "
+    "--header \"Authorization: Bearer $TOKEN\" --param caller=+15550100": (
+        T_LINE, "wss://agent.example.com -> ws://127.0.0.1:P of the reference agent; TOKEN set in the env"),
+    "voicelab serve --port 8000": (T_LINE, "8000 -> P: `voicelab serve` with its port, the same server"),
+    "voicelab call ws://127.0.0.1:8000/media-stream single_question": (T_LINE, "8000 -> the serve's port P"),
+    "voicelab run default --line mulaw8k --clip-grid-ms 0 --out runs/line": (
+        T_LINE, "default -> single_question (the list takes 4-5 minutes), in its own work folder"),
+    "voicelab call ws://127.0.0.1:8000/media-stream default --out runs/line": (
+        T_LINE, "8000 -> the serve's port P, default -> single_question"),
+    "voicelab compare runs/line/RUN runs/line/CALL": (
+        T_LINE, "RUN, CALL: those two run folders; exit 0, 1 or 3 (one turn a side: undecided), not 2"),
+    "python examples/pipecat_phone_agent.py --port 8765": (
+        T_LINE, "8765 -> P; examples/ linked into the work folder; answers HTTP (404: WebSocket only)"),
+    # docs/turn-bench.md
+    "voicelab bench turns --fixtures my_call/ --fixtures other_call/": (
+        T_OWN, "my_call/: a copy of the import of calls/*.wav; other_call/: a copy of hr_question_close"),
+    "voicelab bench turns --fixtures my_call/ --json --out benchmarks/results/turn_bench": (
+        T_OWN, "as written, in the work folder"),
+    "voicelab bench turns --fixtures my_call/ --strategy mypkg.turns:mine": (
+        T_OWN, "mypkg/turns.py: the page's own ```python strategy; the work folder on PYTHONPATH"),
+    "voicelab bench turns --group human --json": (T_OWN, "as written: the human meetings and barge-in sounds"),
+}
+
+SLOW: dict[str, str] = {  # the slowest examples, each with its reason
+    "voicelab run human": "one real person's three sentences in real time with Whisper, about 40 s",
+    "voicelab run": "the main job's path: two recorded calls in real time through the real pipeline, about 40 s",
+    "voicelab run real": "a real recording in real time with Whisper, about 30 s",
+    "voicelab run weekly_hours --stt transcript --matrix profiles:gpt-4.1-mini":
+        "two real-time calls of the longest fixture (three turns, a 45-token answer), about 1-2 minutes",
+    ".venv/bin/voicelab run my_calls": "three imported calls in real time with Whisper, about a minute",
+    "voicelab fixtures build": "synthesises all 36 suite fixtures (espeak-ng and Piper), about 30 s",
+}
+
+
+def _is_slow(test: str) -> bool:
+    fn = getattr(sys.modules[__name__], test)
+    return any(m.name == "slow" for m in getattr(fn, "pytestmark", []))
+
+
+def test_every_example_is_in_the_table_and_every_entry_in_the_docs() -> None:
+    found = examples()
+    missing = [f"{ex}\n    no entry in TABLE: add it to the table or change the docs" for ex in found
+               if ex.cmd not in TABLE]
+    stale = [f"TABLE: {cmd!r} is in no page any more: remove it" for cmd in TABLE
+             if cmd not in {ex.cmd for ex in found}]
+    assert not missing + stale, "\n".join(missing + stale)
+
+
+def test_the_table_names_tests_of_this_file_and_every_run_test_is_slow() -> None:
+    here = sys.modules[__name__]
+    assert not [t for t, _how in TABLE.values() if not callable(getattr(here, t, None))]
+    assert set(SLOW) <= set(TABLE) and all(SLOW.values())
+    quick = sorted({t for t, _how in TABLE.values() if not _is_slow(t)})
+    assert not quick, f"run tests outside the slow lane: {quick}"
+
+
+# ---- running them ---------------------------------------------------------------------------------------------
+
+RAN: dict[str, str] = {}  # example -> the command line that ran it
+JOBS: list[Job] = []  # started by the test now running (or its fixtures): none outlives it
+
+
+@pytest.fixture(autouse=True)
+def _stop_what_the_test_started() -> Iterator[None]:
+    yield
+    while JOBS:
+        JOBS.pop().stop()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+HUMAN_SPEECH = ROOT / "audio_fixtures" / "human" / "speech"
+
+
+def workdir(path: Path) -> Path:
+    """A work folder where the examples' relative paths mean what a reader's checkout gives them."""
+    path.mkdir(parents=True, exist_ok=True)
+    for name, target in ((".venv", VENV), ("examples", ROOT / "examples")):
+        if not (path / name).exists():
+            (path / name).symlink_to(target)
+    return path
+
+
+def env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    e = dict(os.environ)
+    e["PATH"] = f"{VENV / 'bin'}{os.pathsep}{e.get('PATH', '')}"  # `voicelab` and `python`: this venv's
+    e.update({"TOKEN": "doc-example-token", "PYTHONUNBUFFERED": "1"}, **(extra or {}))
+    return e
+
+
+class Job:
+    """An example running through bash in its work folder; output to a log file (no pipe to fill)."""
+
+    def __init__(self, cmd: str, cwd: Path, subs: dict[str, str] | None = None, extra_env: dict[str, str] | None = None,
+                 exec_: bool = False) -> None:
+        assert cmd in TABLE, f"{cmd!r}: not in TABLE"
+        line = cmd
+        for old, new in (subs or {}).items():
+            assert old in line, f"{cmd!r}: no {old!r} to replace"
+            line = line.replace(old, new)
+        self.cmd, self.line, self.cwd = cmd, line, cwd
+        logs = cwd / "logs"
+        logs.mkdir(exist_ok=True)
+        stem = f"{len(list(logs.iterdir())) // 2:02d}-{re.sub(r'[^a-z0-9]+', '-', line.lower())[:60]}"
+        self.out, self.err = logs / f"{stem}.out", logs / f"{stem}.err"
+        self.t0 = time.monotonic()
+        with self.out.open("wb") as out, self.err.open("wb") as err:
+            self.proc = subprocess.Popen(["bash", "-c", ("exec " if exec_ else "") + line], cwd=cwd,
+                                         env=env(extra_env), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                         start_new_session=True)
+        RAN[cmd] = line
+        JOBS.append(self)
+
+    def output(self) -> str:
+        return self.out.read_text(encoding="utf-8", errors="replace")
+
+    def tail(self, n: int = 3000) -> str:
+        err = self.err.read_text(encoding="utf-8", errors="replace")
+        return f"stdout: ...{self.output()[-n:]}\nstderr: ...{err[-n:]}"
+
+    def finish(self, ok: tuple[int, ...] = (0,), timeout: float = TIMEOUT_S) -> str:
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            pytest.fail(f"{self.cmd}\n  ran as: {self.line}\n  still running after {timeout:.0f} s:\n{self.tail()}")
+        assert rc in ok, f"{self.cmd}\n  ran as: {self.line}\n  in {self.cwd}\n  exit {rc}:\n{self.tail()}"
+        print(f"{time.monotonic() - self.t0:6.1f} s  {self.line}")
+        return self.output()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)  # its own session: the server and anything it started
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+
+
+def run(cmd: str, cwd: Path, subs: dict[str, str] | None = None, ok: tuple[int, ...] = (0,),
+        extra_env: dict[str, str] | None = None) -> str:
+    return Job(cmd, cwd, subs, extra_env).finish(ok)
+
+
+class Server(Job):
+    def __init__(self, cmd: str, cwd: Path, subs: dict[str, str], port: int, path: str = "/") -> None:
+        super().__init__(cmd, cwd, subs, exec_=True)
+        self.url = f"http://127.0.0.1:{port}{path}"
+
+    def wait_up(self, timeout: float = SERVER_UP_S) -> tuple[int, str]:
+        """Poll until it answers HTTP (any status: the reference agent serves only its WebSocket)."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.proc.poll() is not None:
+                pytest.fail(f"{self.cmd}\n  ran as: {self.line}\n  exited {self.proc.returncode}:\n{self.tail()}")
+            try:
+                with urllib.request.urlopen(self.url, timeout=5) as r:
+                    status, body = r.status, r.read().decode("utf-8", "replace")
+            except urllib.error.HTTPError as e:
+                status, body = e.code, ""
+            except (urllib.error.URLError, OSError):
+                time.sleep(0.5)
+                continue
+            print(f"{time.monotonic() - self.t0:6.1f} s  {self.line}: up, {self.url} -> {status}")
+            return status, body
+        self.stop()
+        pytest.fail(f"{self.cmd}\n  ran as: {self.line}\n  no answer at {self.url} in {timeout:.0f} s:\n{self.tail()}")
+
+
+def all_ran(test: str) -> None:
+    left = [c for c, (t, _how) in TABLE.items() if t == test and c not in RAN]
+    assert not left, f"{test} did not run: {left}"
+
+
+def run_folders(runs: Path) -> list[Path]:
+    """Sealed run folders under runs/ (a matrix's are one level down)."""
+    return sorted(p.parent for p in runs.rglob("summary.json") if not (p.parent / "INCOMPLETE").exists())
+
+
+# ---- the shared short run -------------------------------------------------------------------------------------
+
+@dataclass
+class Base:
+    work: Path  # holds runs/RUN, runs/A, runs/B
+    run: Path  # the README's --json run of single_question
+    wav: Path  # its stereo recording (left caller, right bot)
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Base:
+    """README's `--json` run and docs/engine-profiles.md's one-fixture matrix, side by side: the run folders
+    the other examples read."""
+    work = workdir(tmp_path_factory.mktemp("one_call"))
+    mwork = workdir(tmp_path_factory.mktemp("profile_matrix"))
+    one = Job("voicelab run single_question --stt transcript --json", work)
+    matrix = Job("voicelab run single_question --stt transcript --matrix profiles:celeris-1", mwork)
+    assert json.loads(one.finish())["far_ms"]["n"] == 1  # --json: the summary on stdout
+    matrix.finish()
+    (run,) = run_folders(work / "runs")
+    pinned = [r for r in run_folders(mwork / "runs") if "final" not in r.name]
+    assert len(run_folders(mwork / "runs")) == 2 and len(pinned) == 1, run_folders(mwork / "runs")
+    assert list((mwork / "runs").glob("*-matrix/matrix.json"))
+    for name, target in (("RUN", run), ("A", run), ("B", pinned[0])):
+        (work / "runs" / name).symlink_to(target)
+    (wav,) = (run / "calls").glob("*.wav")
+    return Base(work, run, wav)
+
+
+@pytest.mark.slow
+def test_one_call_report_compare_and_a_profile_matrix(base: Base) -> None:
+    report = Job("voicelab report runs/RUN", base.work)
+    compare = Job("voicelab compare runs/A runs/B --fail-on far_p95:+50ms", base.work)
+    report.finish()
+    assert (base.run / "report.html").stat().st_size > 10_000
+    out = compare.finish(ok=(0, 1, 3))  # 3: one turn a side is too few to decide the gate, as documented
+    assert "far" in out.lower()
+    all_ran(T_ONE)
+
+
+@pytest.mark.slow
+def test_hosted_engine_against_the_mock_engine_and_probe(tmp_path: Path) -> None:
+    work, pwork = workdir(tmp_path / "hosted"), workdir(tmp_path / "probe")
+    port = free_port()
+    probe = Job("voicelab probe profile:mercury-2", pwork)
+    mock = Server("voicelab mock-engine", work, {"voicelab mock-engine": f"voicelab mock-engine --port {port}"},
+                  port, "/v1/models")
+    try:
+        status, body = mock.wait_up()
+        assert status == 200 and json.loads(body)["data"], body
+        run("voicelab run weekly_hours --stt transcript --engine openai:gemini-2.5-flash "
+            "--base-url http://127.0.0.1:8808/v1", work, {":8808/": f":{port}/"})
+    finally:
+        mock.stop()
+    (hosted,) = run_folders(work / "runs")
+    assert json.loads((hosted / "summary.json").read_text(encoding="utf-8"))["far_ms"]["n"] >= 1
+    probe.finish()
+    assert (pwork / "runs" / "probe" / "profile-mercury-2" / "probe.json").is_file()
+    all_ran(T_HOSTED)
+
+
+@pytest.mark.slow
+def test_slow_long_answer_profile_matrix(tmp_path: Path) -> None:
+    work = workdir(tmp_path / "matrix")
+    run("voicelab run weekly_hours --stt transcript --matrix profiles:gpt-4.1-mini", work)
+    assert len(run_folders(work / "runs")) == 2  # pinned and final
+    all_ran(T_SLOW_MATRIX)
+
+
+@pytest.mark.slow
+def test_live_demo_servers_and_the_phone_line(tmp_path: Path) -> None:
+    ports = {k: free_port() for k in ("serve", "ar", "host", "agent")}
+    serve_cmd = f"voicelab serve --port {ports['serve']}"
+    servers = {
+        # `voicelab serve` and `voicelab serve --port 8000` become the same command: one server for both
+        "serve": Server("voicelab serve", workdir(tmp_path / "serve"), {"voicelab serve": serve_cmd},
+                        ports["serve"]),
+        "ar": Server("voicelab serve --engine ar --policy prefix", workdir(tmp_path / "serve_ar"),
+                     {"--policy prefix": f"--policy prefix --port {ports['ar']}"}, ports["ar"]),
+        "host": Server("voicelab serve --host 0.0.0.0 --port 8000 --max-sessions 2 --allow-origin https://example.org",
+                       workdir(tmp_path / "serve_host"),
+                       {"0.0.0.0": "127.0.0.1", "--port 8000": f"--port {ports['host']}"}, ports["host"]),
+        "agent": Server("python examples/pipecat_phone_agent.py --port 8765", workdir(tmp_path / "agent"),
+                        {"8765": str(ports["agent"])}, ports["agent"]),
+    }
+    RAN["voicelab serve --port 8000"] = serve_cmd
+    try:
+        for name in ("host", "ar", "serve"):
+            status, body = servers[name].wait_up()
+            assert status == 200 and "voicelab" in body, (name, status)
+        for name in ("host", "ar"):  # the live demo's variants: they answer, then make room for the calls
+            servers[name].stop()
+        servers["agent"].wait_up()
+        # two lines at once: the reference agent's and voicelab serve's, each in its own work folder
+        agent_w, serve_w = workdir(tmp_path / "calls_agent"), workdir(tmp_path / "calls_serve")
+        agent_url, serve_url = f"127.0.0.1:{ports['agent']}", f"127.0.0.1:{ports['serve']}"
+        a1 = Job("voicelab call ws://127.0.0.1:8765/media-stream single_question", agent_w,
+                 {"127.0.0.1:8765": agent_url})
+        s1 = Job("voicelab call ws://HOST:PORT/media-stream single_question", serve_w, {"HOST:PORT": serve_url})
+        a1.finish()
+        a2 = Job("voicelab call wss://agent.example.com/media-stream single_question --repeat 2 "
+                 "--header \"Authorization: Bearer $TOKEN\" --param caller=+15550100", agent_w,
+                 {"wss://agent.example.com": f"ws://{agent_url}"})
+        s1.finish()
+        s2 = Job("voicelab call ws://127.0.0.1:8000/media-stream single_question", serve_w,
+                 {"127.0.0.1:8000": serve_url})
+        a2.finish()
+        s2.finish()
+        line_w = workdir(tmp_path / "line")  # the same fixture in process through the codec, then on the line
+        run("voicelab run default --line mulaw8k --clip-grid-ms 0 --out runs/line", line_w,
+            {"default": "single_question"})
+        (in_process,) = run_folders(line_w / "runs")
+        run("voicelab call ws://127.0.0.1:8000/media-stream default --out runs/line", line_w,
+            {"127.0.0.1:8000": serve_url, " default ": " single_question "})
+        (on_line,) = [r for r in run_folders(line_w / "runs") if r != in_process]
+        run("voicelab compare runs/line/RUN runs/line/CALL", line_w,
+            {"runs/line/RUN": str(in_process), "runs/line/CALL": str(on_line)}, ok=(0, 1, 3))
+        assert json.loads((in_process / "config.json").read_text(encoding="utf-8"))["pipeline"]["line"] == "mulaw8k"
+    finally:
+        for s in servers.values():
+            s.stop()
+    calls = run_folders(tmp_path / "calls_agent" / "runs") + run_folders(tmp_path / "calls_serve" / "runs")
+    assert len(calls) == 4, calls
+    for r in calls:
+        assert json.loads((r / "summary.json").read_text(encoding="utf-8"))["calls_failed"] == 0, r
+    repeated = [r for r in calls if len(list((r / "calls").glob("*.wav"))) == 2]
+    assert len(repeated) == 1, calls  # --repeat 2: both calls pooled in one run folder
+    all_ran(T_LINE)
+
+
+def _write_live_session(wav: Path, folder: Path) -> None:
+    """A live session's run folder as `voicelab serve` writes it (LiveRecording), from a recorded call."""
+    script = """
+import asyncio, sys
+from pathlib import Path
+import soundfile as sf
+from voicelab.measure.calllog import CallLog
+from voicelab.measure.recording import Track
+from voicelab.pipeline.config import PipelineConfig
+from voicelab.runs.folder import RunFolder
+from voicelab.pipeline.transport.mic_recorder import MicRecorder
+from voicelab.web.recording import LiveRecording
+x, sr = sf.read(sys.argv[1], dtype="int16")  # left: caller, right: bot
+rec = LiveRecording(RunFolder.create(Path(sys.argv[2])), PipelineConfig(engine="diffusion"), "pc1")
+log = CallLog("pc1", writer=rec.writer)
+mic = MicRecorder(log, sr)
+for i in range(0, len(x), 320):  # 20 ms frames, each arriving when it ends
+    mic.put(x[i:i + 320, 0].copy(), sr, 1, round((i + 320) / sr * 1e9))
+bot = Track(sr)
+bot.put(0, x[:, 1].copy())
+asyncio.run(rec.close(log, mic, bot, "doc example"))
+"""
+    subprocess.run([sys.executable, "-c", script, str(wav), str(folder)], check=True, timeout=TIMEOUT_S,
+                   cwd=ROOT, env=env())
+
+
+def _strategy_code() -> str:
+    page = (ROOT / "docs" / "turn-bench.md").read_text(encoding="utf-8")
+    m = re.search(r"```python\n(.*?class MyStrategy.*?)```", page, re.S)
+    assert m, "docs/turn-bench.md: no ```python block with class MyStrategy"
+    return m.group(1)
+
+
+def _import_own_calls(base: Base, own: Path) -> None:
+    """docs/own-calls.md's three sources, made real in `own`, imported into my_calls in the page's order (the
+    first into an empty my_calls: a folder already holding fixtures is refused)."""
+    import soundfile as sf
+
+    (own / "calls").mkdir()
+    shutil.copy(base.wav, own / "calls" / base.wav.name)
+    _write_live_session(base.wav, own / "runs" / "live" / "20261202-101500-live-pc1")
+    x, sr = sf.read(base.wav, dtype="int16")
+    sf.write(own / "support.flac", x[:, ::-1], sr)  # the caller on the right
+    for cmd in (".venv/bin/voicelab fixtures import calls/*.wav --out my_calls",
+                ".venv/bin/voicelab fixtures import runs/live/20261202-101500-live-pc1 --out my_calls/live "
+                "--name live",
+                ".venv/bin/voicelab fixtures import support.flac --out my_calls/support --caller-channel right "
+                "--expect-fallback"):
+        run(cmd, own)
+    assert len(list((own / "my_calls").rglob("fixture.json"))) == 3
+
+
+@pytest.mark.slow
+def test_own_calls_imported_checked_and_benched(base: Base, tmp_path: Path) -> None:
+    # README: one recording imported, checked where fixtures live, benched; beside the own-calls page's steps
+    readme = workdir(tmp_path / "readme")
+    shutil.copy(base.wav, readme / "call.wav")
+    r_import = Job("voicelab fixtures import call.wav --out my_calls", readme)
+    own = workdir(tmp_path / "own")
+    _import_own_calls(base, own)
+    listed = Job(".venv/bin/voicelab fixtures list my_calls", own)
+    checked = Job(".venv/bin/voicelab fixtures check my_calls", own)
+    # docs/turn-bench.md: the first import as my_call/, a bundled real recording as other_call/, the page's
+    # own strategy as mypkg/turns.py
+    (first,) = (own / "my_calls").glob("*/fixture.json")
+    shutil.copytree(first.parent, own / "my_call")
+    shutil.copytree(FIXTURES / "hr_question_close", own / "other_call")
+    (own / "mypkg").mkdir()
+    (own / "mypkg" / "__init__.py").write_text("", encoding="utf-8")
+    (own / "mypkg" / "turns.py").write_text(_strategy_code(), encoding="utf-8")
+    bench1 = Job("voicelab bench turns --fixtures my_call/ --fixtures other_call/", own)
+    assert len(listed.finish().strip().splitlines()) >= 3
+    assert "3 of 3 fixtures pass" in checked.finish()
+    bench1.finish()  # fills the score cache for my_call/: the next two replay it
+    bench2 = Job("voicelab bench turns --fixtures my_call/ --json --out benchmarks/results/turn_bench", own)
+    bench3 = Job("voicelab bench turns --fixtures my_call/ --strategy mypkg.turns:mine", own,
+                 extra_env={"PYTHONPATH": str(own)})
+    summary = json.loads(bench2.finish())
+    assert {s["strategy"] for s in summary} >= {"timeout", "smart"}
+    assert (own / "benchmarks" / "results" / "turn_bench" / "turn_bench.json").is_file()
+    assert "mine" in bench3.finish()
+
+    r_import.finish()
+    assert (readme / "my_calls" / "call" / "fixture.json").is_file()
+    shutil.copytree(readme / "my_calls" / "call", readme / "audio_fixtures" / "my_call")
+    r_check = Job("voicelab fixtures check audio_fixtures/my_call", readme)
+    r_bench = Job("voicelab bench turns --fixtures my_calls/call", readme)
+    assert "1 of 1 fixtures pass" in r_check.finish()
+    r_bench.finish()
+    # README: recognisers ranked on the user's own speech; docs/turn-bench.md: the human group alone
+    speech = readme / "my_speech"
+    speech.mkdir()
+    lines = (HUMAN_SPEECH / "transcripts.tsv").read_text(encoding="utf-8").splitlines()
+    picked = [ln for ln in lines if ln.startswith(("2414-128291-0000\t", "p225_003\t"))]
+    for ln in picked:
+        stem = ln.split("\t")[0]
+        (src,) = HUMAN_SPEECH.rglob(f"{stem}.flac")
+        shutil.copy(src, speech / src.name)
+    (speech / "transcripts.tsv").write_text("\n".join(picked) + "\n", encoding="utf-8")
+    stt_job = Job("voicelab bench stt --data my_speech --json", readme)
+    human_job = Job("voicelab bench turns --group human --json", readme)
+    stt = json.loads(stt_job.finish())
+    assert {r["suite"] for r in stt} >= {"my_speech"} and any(r["default"] for r in stt)
+    assert {r["group"] for r in json.loads(human_job.finish())} == {"human"}
+    all_ran(T_OWN)
+
+
+@pytest.mark.slow
+def test_slow_own_calls_played(base: Base, tmp_path: Path) -> None:
+    own = workdir(tmp_path / "own")
+    _import_own_calls(base, own)
+    run(".venv/bin/voicelab run my_calls", own)
+    (played,) = [r for r in run_folders(own / "runs") if "live" not in r.relative_to(own).parts]
+    assert len(list((played / "calls").glob("*.wav"))) == 3
+    all_ran(T_SLOW_PLAY)
+
+
+@pytest.mark.slow
+def test_fixtures_build_one(tmp_path: Path) -> None:
+    work = workdir(tmp_path / "build")
+    run("voicelab fixtures build --only NAME", work, {"NAME": "single_question"})
+    assert [p.name for p in (work / "audio_fixtures").iterdir()] == ["single_question"]
+    all_ran(T_BUILD)
+
+
+@pytest.mark.slow
+def test_slow_fixtures_build_the_suite(tmp_path: Path) -> None:
+    work = workdir(tmp_path / "build")
+    run("voicelab fixtures build", work)
+    assert len(list((work / "audio_fixtures").rglob("fixture.json"))) >= 30
+    all_ran(T_SLOW_BUILD)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cmd", ["voicelab run", "voicelab run real", "voicelab run human"])
+def test_slow_main_runs(cmd: str, tmp_path: Path) -> None:
+    work = workdir(tmp_path / "work")
+    subs = {"voicelab run": {"voicelab run": "voicelab run single_question barge_in_early"},
+            "voicelab run real": {"voicelab run real": "voicelab run hr_question_close"},
+            "voicelab run human": {"voicelab run human": "voicelab run human/speech/2414"}}[cmd]
+    run(cmd, work, subs)
+    (folder,) = run_folders(work / "runs")
+    assert json.loads((folder / "summary.json").read_text(encoding="utf-8"))["far_ms"]["n"] >= 1
