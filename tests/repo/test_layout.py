@@ -3,8 +3,12 @@
 - engines/ never imports voicelab; its subpackages import only what `docs/architecture.md` allows;
 - voicelab imports only the engine contract, the registry, the shop, the timing profiles and the decision model
   (the command line may also reach the engine tools it runs: evaluation, training, the mock server);
+- voicelab/pipeline/ imports nothing built on it; voicelab/analysis/ imports nothing of voicelab/runs/;
+- benchmarks/ import voicelab, engines and each other, and nothing imports them;
 - no import loop; few imports inside functions; no function body over 80 lines;
-- the layout table names every subpackage and every path it names exists;
+- pipecat transports only in voicelab/pipeline/transport/; no class name defined in two modules;
+- the layout table names every subpackage and every module, and every path the page names exists;
+- every adapter of the step table loads pipecat, and the pure logic it wraps loads neither pipecat nor torch;
 - the command line starts without torch, pipecat, onnxruntime or ctranslate2.
 """
 
@@ -14,6 +18,7 @@ import ast
 import re
 import subprocess
 import sys
+from fnmatch import fnmatch
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,6 +46,9 @@ VOICELAB_MAY_IMPORT = {"contract", "registry", "shop", "decision"}
 VOICELAB_MAY_IMPORT_MODULES = {"engines.simulated.profiles"}
 CLI_MAY_ALSO_IMPORT = {"eval", "engines.local.train", "engines.simulated.mock_server"}
 HEAVY = ("torch", "pipecat", "onnxruntime", "ctranslate2")
+PIPELINE_NEVER_IMPORTS = ("call", "web", "runs", "analysis", "cli", "turnbench")  # the packages built on it
+TRANSPORTS = "voicelab.pipeline.transport"
+ADAPTER_ROLES = ("processor", "strategy", "wrappers", "replies")  # RULE_ROLE.py: the pipecat adapter of RULE
 
 
 def _module(path: Path) -> str:
@@ -104,6 +112,8 @@ def _local_imports(tree: ast.Module) -> int:
 ENGINES = _sources("engines")
 VOICELAB = _sources("voicelab")
 ALL = {**ENGINES, **VOICELAB}
+BENCHMARKS = _sources("benchmarks")  # scripts: `benchmarks.NAME` here, imported by each other as `NAME`
+EVERYTHING = {**ALL, **BENCHMARKS}
 
 
 def test_engines_never_import_voicelab() -> None:
@@ -237,3 +247,292 @@ def test_cli_copies_of_constants_match_their_homes() -> None:
     assert stt_bench.SYSTEMS == SYSTEMS and stt_bench.GROUPS == GROUPS
     assert set(report.RUNNERS) == set(RUNNERS)
     assert set(SAMPLER_NAMES) == set(SAMPLERS)
+
+
+# ---- benchmarks, the packages' own layers, transports, class names --------------------------------------------
+
+def _import_nodes(tree: ast.Module) -> list[tuple[ast.Import | ast.ImportFrom, str | None]]:
+    """Every import statement with the name of the function it is made in (None: at module level)."""
+    out: list[tuple[ast.Import | ast.ImportFrom, str | None]] = []
+
+    def visit(node: ast.AST, fn: str | None) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                out.append((child, fn))
+            inner = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else fn
+            visit(child, inner)
+
+    visit(tree, None)
+    return out
+
+
+def _bench_name(name: str) -> str:
+    """A benchmark's bare import of another (`from stt_compare import ...`, with benchmarks/ on sys.path)."""
+    return f"benchmarks.{name}" if f"benchmarks.{name}" in BENCHMARKS else name
+
+
+def _targets(node: ast.Import | ast.ImportFrom, here: str) -> list[str]:
+    """The modules an import statement names, benchmarks' bare names resolved (`from a.b import c` -> a.b)."""
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+    elif node.level:
+        names = [_imported(node, here)[0]]
+    else:
+        names = [node.module or ""]
+    return [_bench_name(n) if here.startswith("benchmarks.") else n for n in names]
+
+
+def _loaded(tree: ast.Module, here: str) -> set[str]:
+    """What importing the module runs: every import outside functions (in try, if and class bodies too, not under
+    `if TYPE_CHECKING`), with the packages above each first-party module it names."""
+    out: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                visit(ast.Module(body=child.orelse, type_ignores=[]))
+                continue
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                found = _imported(child, here, set(EVERYTHING)) if isinstance(child, ast.ImportFrom) else \
+                    [a.name for a in child.names]
+                out.update(_bench_name(m) if here.startswith("benchmarks.") else m for m in found)
+            visit(child)
+
+    visit(tree)
+    for mod in [m for m in out if m in EVERYTHING]:
+        parts = mod.split(".")
+        out.update(".".join(parts[:i]) for i in range(1, len(parts)))
+    return out
+
+
+def _loads_at_import(mod: str) -> set[str]:
+    """Every module importing `mod` loads: first-party ones followed, third-party ones by their top name."""
+    seen, todo, outside = set(), [mod], set()
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        for n in _loaded(EVERYTHING[m], m):
+            if n in EVERYTHING:
+                todo.append(n)
+            elif n.split(".")[0] not in ("voicelab", "engines", "benchmarks"):
+                outside.add(n.split(".")[0])
+    return seen | outside
+
+
+def _section(title: str) -> str:
+    text = LAYOUT_DOC.read_text(encoding="utf-8")
+    assert f"\n## {title}\n" in text, f"{LAYOUT_DOC.name}: no section '{title}'"
+    return text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def _cells(row: str) -> list[str]:
+    return [c.strip() for c in row.strip().strip("|").split("|")]
+
+
+def _ticked(cell: str) -> list[str]:
+    return re.findall(r"`([^`\s]+)`", cell)
+
+
+def _path_exists(rel: str) -> bool:
+    """A repository path, or a pattern (`*`, or a NAME placeholder segment) that matches one."""
+    rel = rel.rstrip("/")
+    if (ROOT / rel).exists():
+        return True
+    pattern = re.sub(r"\b[A-Z][A-Z0-9_]+\b", "*", rel)
+    return pattern != rel and any(True for _ in ROOT.glob(pattern))
+
+
+TOPS = ("voicelab/", "engines/", "benchmarks/", "tests/", "docs/", "notebooks/", "audio_fixtures/")
+
+
+def _module_files() -> set[str]:
+    return {str(p.relative_to(ROOT)) for pkg in ("voicelab", "engines", "benchmarks")
+            for p in (ROOT / pkg).rglob("*.py") if p.name != "__init__.py"}
+
+
+def test_layout_table_names_every_module() -> None:
+    """Each row's cell names the modules of its folder, by bare name (`gate.py`) or by path."""
+    named: set[str] = set()
+    wrong: list[str] = []
+    for row in _layout_rows():
+        folder, *rest = _cells(row)
+        base = folder.strip("`").rstrip("/")
+        for tok in _ticked(" ".join(rest)):
+            path = tok if tok.startswith(TOPS) else f"{base}/{tok}" if "/" not in tok and tok.endswith(".py") else None
+            if path is None:
+                continue
+            if not _path_exists(path):
+                wrong.append(f"{folder}: `{tok}` ({path})")
+            named.add(path)
+    assert not wrong, f"the layout table of {LAYOUT_DOC.name} names modules that are not there: {wrong}"
+    unnamed = sorted(_module_files() - named)
+    assert not unnamed, f"modules not in the layout table of {LAYOUT_DOC.name}: {unnamed}"
+
+
+def test_every_path_the_page_names_exists() -> None:
+    """Outside the layout table (whose bare names are its folders'), a bare `NAME.py` must be some module's name."""
+    text = LAYOUT_DOC.read_text(encoding="utf-8")
+    layout = _section("Layout")
+    rest = text.replace(layout, "")
+    names = {p.name for pkg in ("voicelab", "engines", "benchmarks", "tests") for p in (ROOT / pkg).rglob("*.py")}
+    missing = [t for t in _ticked(rest) if t.startswith(TOPS) and not _path_exists(t)]
+    missing += [t for t in _ticked(rest) if "/" not in t and t.endswith(".py")
+                and not any(fnmatch(n, t) for n in names)]
+    assert not missing, f"{LAYOUT_DOC.name} names what is not there: {missing}"
+
+
+def _step_rows() -> list[tuple[str, list[str], list[str]]]:
+    rows = []
+    for line in _section("A frame from microphone to speaker").splitlines():
+        if not line.startswith("| ") or line.startswith("| step "):
+            continue
+        step, adapters, pure = _cells(line)
+        rows.append((step, [t for t in _ticked(adapters) if "/" in t], [t for t in _ticked(pure) if "/" in t]))
+    return rows
+
+
+def test_step_table_adapters_load_pipecat_and_wrap_pure_logic() -> None:
+    rows = _step_rows()
+    assert len(rows) >= 6, f"{LAYOUT_DOC.name}: no step table"
+    bad = []
+    for step, adapters, pure in rows:
+        assert adapters and pure, f"step '{step}': an adapter and the pure logic it wraps"
+        reached: set[str] = set()
+        for a in adapters:
+            if not (ROOT / a).is_file():
+                bad.append(f"{step}: adapter {a} is not there")
+                continue
+            loads = _loads_at_import(_module(ROOT / a))
+            reached |= loads
+            if "pipecat" not in loads:
+                bad.append(f"{step}: {a} is no pipecat adapter (it never loads pipecat)")
+        for p in pure:
+            if not (ROOT / p).is_file():
+                bad.append(f"{step}: pure module {p} is not there")
+                continue
+            mod = _module(ROOT / p)
+            anywhere = {m.split(".")[0] for node, _ in _import_nodes(EVERYTHING[mod]) for m in _targets(node, mod)}
+            heavy = ({"pipecat", "torch"} & anywhere) | ({"pipecat", "torch"} & _loads_at_import(mod))
+            if heavy:
+                bad.append(f"{step}: {p} is not pure: it loads {sorted(heavy)}")
+            if mod not in reached:
+                bad.append(f"{step}: no adapter of the row loads {p}")
+    assert not bad, bad
+
+
+def test_adapters_named_after_a_rule_import_it() -> None:
+    """An adapter named RULE_ROLE imports its rule: `gate_processor.py` voicelab.gate, `turn_end_strategy.py`
+    voicelab.rules.turn_end, `faults_wrappers.py` voicelab.rules.faults (other files are named after what they
+    hold: `speculative_tts.py` is a TTS service, not the speculative rule's adapter)."""
+    rules = {p.stem: _module(p) for p in (ROOT / "voicelab" / "rules").glob("*.py") if p.stem != "__init__"}
+    rules["gate"] = "voicelab.gate"
+    bad = []
+    for mod, tree in VOICELAB.items():
+        if not mod.startswith("voicelab.pipeline."):
+            continue
+        stem = mod.rsplit(".", 1)[1]
+        for rule, home in rules.items():
+            role = stem.removeprefix(f"{rule}_")
+            if role != stem and role in ADAPTER_ROLES and home not in _loaded(tree, mod):
+                bad.append(f"{mod} is named after {home} but does not import it")
+    assert not bad, bad
+
+
+def _within(mod: str, packages: tuple[str, ...]) -> bool:
+    return any(mod == p or mod.startswith(p + ".") for p in packages)
+
+
+def test_pipeline_imports_nothing_built_on_it() -> None:
+    banned = tuple(f"voicelab.{p}" for p in PIPELINE_NEVER_IMPORTS)
+    bad = []
+    for mod, tree in VOICELAB.items():
+        if _within(mod, ("voicelab.pipeline",)):
+            for node, _ in _import_nodes(tree):
+                names = _imported(node, mod) if isinstance(node, ast.ImportFrom) else _targets(node, mod)
+                bad += [f"{mod} -> {t}" for t in names if _within(t, banned)]
+    assert not bad, bad
+
+
+def test_analysis_imports_nothing_of_runs() -> None:
+    """voicelab.runs imports the tables when loaded; the tables make the Parquet bytes and the run folder's writer
+    writes them, so no way back is needed, not even inside a function."""
+    found = sorted(f"{mod} -> {t}" + (f" (in {fn})" if fn else "") for mod, tree in VOICELAB.items()
+                   if _within(mod, ("voicelab.analysis",)) for node, fn in _import_nodes(tree)
+                   for t in _imported(node, mod) if _within(t, ("voicelab.runs",)))
+    assert not found, found
+
+
+def test_nothing_imports_benchmarks() -> None:
+    bad = [f"{mod} -> {t}" for mod, tree in ALL.items() for node, _ in _import_nodes(tree)
+           for t in _targets(node, mod) if t.split(".")[0] == "benchmarks" or f"benchmarks.{t}" in BENCHMARKS]
+    assert not bad, bad
+
+
+def test_benchmarks_import_voicelab_engines_and_each_other_only() -> None:
+    """First-party imports of a benchmark name modules that exist; a benchmark reads no tests."""
+    bad = []
+    for mod, tree in BENCHMARKS.items():
+        for node, _ in _import_nodes(tree):
+            for t in _targets(node, mod):
+                top = t.split(".")[0]
+                if top == "tests":
+                    bad.append(f"{mod} -> {t} (tests)")
+                elif top in ("voicelab", "engines", "benchmarks") and t not in EVERYTHING:
+                    bad.append(f"{mod} -> {t} (no such module)")
+    assert not bad, bad
+
+
+def test_no_import_loops_through_benchmarks() -> None:
+    """Loops inside voicelab and engines are test_no_import_loops'; here, the benchmarks' own."""
+    graph = {m: {n for n in _loaded(t, m) if n in BENCHMARKS and n != m} for m, t in BENCHMARKS.items()}
+    order: dict[str, int] = {}
+
+    def visit(m: str, stack: list[str]) -> None:
+        order[m] = 1
+        for n in sorted(graph[m]):
+            if order.get(n) == 1:
+                raise AssertionError("import loop: " + " -> ".join([*stack[stack.index(n):], n]))
+            if n not in order:
+                visit(n, [*stack, n])
+        order[m] = 2
+
+    for m in sorted(graph):
+        if m not in order:
+            visit(m, [m])
+
+
+def _base_name(base: ast.expr) -> str:
+    return base.attr if isinstance(base, ast.Attribute) else base.id if isinstance(base, ast.Name) else ""
+
+
+def test_pipecat_transports_only_in_the_transport_folder() -> None:
+    """A class whose base is a pipecat transport (a name ending in `Transport`) or one of ours, transitively."""
+    classes = [(mod, node) for mod, tree in EVERYTHING.items() for node in ast.walk(tree)
+               if isinstance(node, ast.ClassDef)]
+    transports: set[str] = set()
+    grew = True
+    while grew:
+        grew = False
+        for _, node in classes:
+            if node.name not in transports and any(
+                    b.endswith("Transport") or b in transports for b in map(_base_name, node.bases)):
+                transports.add(node.name)
+                grew = True
+    outside = sorted(f"{mod}.{node.name}" for mod, node in classes if node.name in transports
+                     and not (mod == TRANSPORTS or mod.startswith(TRANSPORTS + ".")))
+    assert not outside, f"pipecat transports outside {TRANSPORTS}: {outside}"
+    assert transports, "no transport found: the check reads nothing"
+
+
+def test_no_class_name_defined_in_two_modules() -> None:
+    where: dict[str, set[str]] = {}
+    for mod, tree in ALL.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                where.setdefault(node.name, set()).add(mod)
+    twice = {name: sorted(mods) for name, mods in sorted(where.items()) if len(mods) > 1}
+    assert not twice, f"class names defined in more than one module: {twice}"

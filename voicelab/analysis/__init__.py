@@ -11,8 +11,7 @@ from voicelab.analysis.tables import (
     find_runs,
     load_run,
     load_runs,
-    write_parquet,
 )
 
 __all__ = ["SCHEMA", "AnalysisError", "RunData", "Runs", "arrow_schema", "config_label", "find_runs", "load_run",
-           "load_runs", "write_parquet"]
+           "load_runs"]

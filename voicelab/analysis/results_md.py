@@ -71,7 +71,10 @@ class Value:
 
 
 @dataclass(frozen=True)
-class Figure:
+class ResultRow:
+    """A row of the results page as printed: the catalogue `Result`'s title and README column, and the reader
+    its `read` names."""
+
     title: str  # in results.md
     column: str  # in the README table
     get: Callable[[Mapping[str, Any]], Value | None]
@@ -179,12 +182,12 @@ def _reader(r: Result) -> Callable[[Mapping[str, Any]], Value | None]:
     return readers[r.read](r.key)
 
 
-def _figures() -> dict[str, Figure]:
-    return {r.name: Figure(r.title, r.column, _reader(r)) for _, r in views(Result)}
+def _figures() -> dict[str, ResultRow]:
+    return {r.name: ResultRow(r.title, r.column, _reader(r)) for _, r in views(Result)}
 
 
 # the rows of the results page and the names headline.json may use: the figure catalogue's `Result` views
-FIGURES: Mapping[str, Figure] = Live(_figures)
+FIGURES: Mapping[str, ResultRow] = Live(_figures)
 
 
 def default_headline() -> tuple[str, ...]:

@@ -1,7 +1,7 @@
 """Run data as tables: Parquet files with a documented schema, and pandas frames for analysts.
 
 A finished run folder (RUNFOLDER contract) holds three Parquet tables, made here by `parquet_tables(run_dir)` and
-written by the run folder's writer (`voicelab.runs.folder.RunFolder.write_tables`; `write_parquet` does both):
+written by the run folder's writer (`voicelab.runs.folder.RunFolder.write_tables`):
 
 - `events.parquet`: one row per event of events.jsonl (the payload kept whole as JSON, common fields lifted
   into columns);
@@ -303,16 +303,6 @@ def _parquet_bytes(table: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def write_parquet(run_dir: str | Path, truth_rows: Iterable[Mapping[str, Any]] | None = None,
-                  events: Iterable[Event] | None = None,
-                  turn_columns: Mapping[tuple[str, int], Mapping[str, Any]] | None = None) -> dict[str, Path]:
-    """`parquet_tables` written into the run folder by its writer; returns their paths. For callers that make
-    and write the tables in one step; the writing is `voicelab.runs.folder`'s, as for every run folder file."""
-    # imported here: voicelab.runs imports this module at load time, so the reverse waits for the call
-    from voicelab.runs.folder import write_tables
-    return write_tables(Path(run_dir), parquet_tables(run_dir, truth_rows, events, turn_columns))
-
-
 # ---- reading ---------------------------------------------------------------------------------------------
 
 def _frame(table: pa.Table) -> pd.DataFrame:
@@ -459,7 +449,8 @@ class Runs:
 
 def is_finished(run: Path) -> bool:
     """A sealed run folder: summary.json written and no INCOMPLETE marker (a run killed mid-write keeps it).
-    The reading side of `voicelab.runs.folder.is_sealed`, which the writer owns (a test keeps them alike)."""
+    The one check of the seal `voicelab.runs.folder.RunFolder.seal` makes, for the runs too (their sweep asks
+    it); here because the analysis loads nothing of the runs."""
     return (run / "summary.json").is_file() and not (run / "INCOMPLETE").exists()
 
 

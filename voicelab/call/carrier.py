@@ -30,16 +30,17 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
 from voicelab.call import protocol
-from voicelab.call.figures import Said, reply_turn
 from voicelab.call.line import LineStats
 from voicelab.call.pacing import FRAME_SAMPLES, LINE_RATE, FrameClock
 from voicelab.call.playout_queue import PlayoutQueue
+from voicelab.call.reply_spans import reply_turn
 from voicelab.fixtures.format import Fixture
 from voicelab.fixtures.schedule import CallerScheduler
-from voicelab.measure.calllog import CallerUtterance, CallLog
+from voicelab.measure.calllog import CallLog, PlayedUtterance
 from voicelab.measure.events import EventKind, EventWriter
 from voicelab.measure.playout_ledger import AudibleTracker
 from voicelab.measure.recording import CallRecorder
+from voicelab.measure.truth import Utterance
 from voicelab.pcm import to_int16
 from voicelab.pipeline.transport import mulaw
 
@@ -75,8 +76,9 @@ class CallResult:
     close: dict[str, Any] = field(default_factory=dict)  # who closed the socket, code, reason
 
     @property
-    def said(self) -> list[Said]:
-        return [Said(u.turn, u.speech_start_ns / _NS, u.speech_end_ns / _NS, u.expect) for u in self.log.utterances]
+    def said(self) -> list[Utterance]:
+        return [Utterance(u.turn, u.speech_start_ns / _NS, u.speech_end_ns / _NS, u.expect)
+                for u in self.log.utterances]
 
     @property
     def stereo(self) -> np.ndarray:
@@ -127,7 +129,7 @@ class _Call:
         self.ids = protocol.StreamIds(stream_sid=f"MZ{hexid}", call_sid=f"CA{uuid.uuid4().hex}")
         self.clips = [to_int16(t.audio) for t in fixture.turns]
         self.playing: list[tuple[int, np.ndarray]] = []  # (start sample, int16 clip)
-        self.said: list[Said] = []
+        self.said: list[Utterance] = []
         self.echo: list[str] = []  # marks to echo on the next tick
         self.failure: str | None = None
         self.closed: dict[str, Any] | None = None
@@ -251,12 +253,12 @@ class _Call:
         audio = self.clips[turn]
         self.playing.append((start, audio))
         ns = _NS / LINE_RATE
-        u = CallerUtterance(turn=turn, clip_start_ns=int(start * ns), clip_end_ns=int((start + audio.size) * ns),
+        u = PlayedUtterance(turn=turn, clip_start_ns=int(start * ns), clip_end_ns=int((start + audio.size) * ns),
                             speech_start_ns=int((start + t.speech_onset_s * LINE_RATE) * ns),
                             speech_end_ns=int((start + t.speech_offset_s * LINE_RATE) * ns),
                             expect=t.expect, text=t.text, expect_reply=t.expect_reply)
         self.log.add_utterance(u)
-        self.said.append(Said(turn, u.speech_start_ns / _NS, u.speech_end_ns / _NS, t.expect))
+        self.said.append(Utterance(turn, u.speech_start_ns / _NS, u.speech_end_ns / _NS, t.expect))
 
     def _watchdogs(self, now_s: float, limit_s: float) -> None:
         if not self.got_media and self.said and now_s >= self.said[0].speech_end_s + self.opts.answer_timeout_s:

@@ -25,16 +25,16 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from voicelab.call.carrier import CallOptions, CallResult, place_call
-from voicelab.call.figures import reply_spans, silence_stops, talk_over_ms
 from voicelab.call.line import line_summary
 from voicelab.call.pacing import LINE_RATE
 from voicelab.call.readback import ReadBack, Recognizer, read_back
+from voicelab.call.reply_spans import reply_spans, silence_stops, talk_over_ms
 from voicelab.fixtures.format import Fixture, load_fixture, select
 from voicelab.measure.events import Event, EventKind, EventWriter, read_events
 from voicelab.measure.figures import line_columns, line_not_measured
 from voicelab.measure.intervals import latency_stats
 from voicelab.measure.metrics import summarize, turn_table
-from voicelab.measure.truth import TruthError, analyze_run, call_truth_dict
+from voicelab.measure.truth import TruthError, Utterance, analyze_run, call_truth_dict
 from voicelab.runs.folder import EVENTS, RunFolder
 
 K = EventKind
@@ -116,8 +116,9 @@ def _after_call_rows(result: CallResult, rule: BargeInRule) -> list[Event]:
 def _call_meta(result: CallResult, readback: list[ReadBack] | None, url: str) -> dict[str, Any]:
     fx = result.fixture
     truth = call_truth_dict(result.call_id, [
-        _Utt(u.turn, u.clip_start_ns / 1e9, u.clip_end_ns / 1e9, u.speech_start_ns / 1e9, u.speech_end_ns / 1e9,
-             u.expect, u.text) for u in result.log.utterances], fixture=fx.name, fixture_path=str(fx.path),
+        Utterance(turn=u.turn, speech_start_s=u.speech_start_ns / 1e9, speech_end_s=u.speech_end_ns / 1e9,
+                  expect=u.expect, clip_start_s=u.clip_start_ns / 1e9, clip_end_s=u.clip_end_ns / 1e9,
+                  text=u.text) for u in result.log.utterances], fixture=fx.name, fixture_path=str(fx.path),
         sample_rate=LINE_RATE)
     bot = result.stereo[:, 1]
     return {
@@ -131,17 +132,6 @@ def _call_meta(result: CallResult, readback: list[ReadBack] | None, url: str) ->
         "line": line_summary([result.line]),
         "readback": None if readback is None else [r.to_dict() for r in readback],
     }
-
-
-@dataclass(frozen=True)
-class _Utt:
-    turn: int
-    clip_start_s: float
-    clip_end_s: float
-    speech_start_s: float
-    speech_end_s: float
-    expect: str | None
-    text: str
 
 
 def _readback_all(results: Sequence[CallResult], recognizer: Recognizer) -> dict[str, list[ReadBack]]:

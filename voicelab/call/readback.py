@@ -1,7 +1,7 @@
 """The agent's words read back from the recorded line by the lab's recogniser, and answers scored from them.
 
 Runs after every call of a run has ended, so the agent under test never shares the CPU with the lab's
-recogniser. Each caller turn's reply (the agent's speech stretches attributed to it, `voicelab.call.figures`)
+recogniser. Each caller turn's reply (the agent's speech stretches attributed to it, `voicelab.call.reply_spans`)
 is resampled to 16 kHz and read by Whisper tiny.en (`voicelab.speech.recognizers`).
 
 Scoring: the shop's replies form a grammar (`engines.shop.corpus.REPLIES`) that `engines.shop.answers.score_reply`

@@ -59,7 +59,7 @@ def bench_turns(
         t_bench = time.monotonic()
         result = bench.run_bench(docs, strategies, resamples=resamples,
                                  progress=lambda s: console.print(f"[dim]{s}[/dim]"))
-    except (bench.BenchError, FixtureError, AudioError) as e:
+    except (bench.TurnBenchError, FixtureError, AudioError) as e:
         fail(str(e))
     result["timing_s"] = {"scores": round(t_bench - t_start, 1), "bench": round(time.monotonic() - t_bench, 1)}
     result["command"] = "voicelab bench turns " + " ".join(sys.argv[3:])

@@ -53,7 +53,7 @@ def bench_stt(
         names = bench.parse_systems(systems)
         utts = bench.bench_utterances(fixtures or (), data or (), suite, group or ())
         rows = bench.run_bench(names, utts, threads, progress=lambda s: console.print(f"[dim]{s}: done[/dim]"))
-    except (bench.BenchError, FixtureError, RecognizerError) as e:
+    except (bench.SttBenchError, FixtureError, RecognizerError) as e:
         fail(str(e))
     summary = bench.summarise(rows)
     doc = bench.bench_document(rows, threads, "voicelab bench stt " + " ".join(sys.argv[3:]), summary)

@@ -1,1 +1,2 @@
-"""What the lab measures, as plain Python: events, the call clock and log, playout, metrics, the WAV truth."""
+"""What the lab measures, as plain Python: events, the call clock and log, playout, the figures, the WAV
+truth."""

@@ -20,8 +20,10 @@ K = EventKind
 
 
 @dataclass
-class CallerUtterance:
-    """Ground truth of one caller utterance on the call clock (ns)."""
+class PlayedUtterance:
+    """Ground truth of one caller utterance as the player put it on the call: ns on the call clock, with the
+    answer it expects. `CallLog.add_utterance` logs it as the caller_* rows;
+    `voicelab.measure.truth.Utterance` is the same truth in seconds, as calls/<call_id>.json holds it."""
 
     turn: int
     clip_start_ns: int
@@ -42,7 +44,7 @@ class CallLog:
         self.t0_ns = time.monotonic_ns()
         self.writer = writer
         self.events: list[Event] = []
-        self.utterances: list[CallerUtterance] = []
+        self.utterances: list[PlayedUtterance] = []
         self.reply_turn = -1  # the caller utterance the bot is answering now
         self.request_turn = -1  # the reply turn of the latest LLM request (the reply being spoken)
         self.bot_speaking = False  # pipecat's view (BotStarted/StoppedSpeakingFrame)
@@ -79,7 +81,7 @@ class CallLog:
 
     # ---- caller ground truth ---------------------------------------------------------------------
 
-    def add_utterance(self, u: CallerUtterance) -> None:
+    def add_utterance(self, u: PlayedUtterance) -> None:
         """Record a caller clip the player has placed, and log its ground-truth rows."""
         self.utterances.append(u)
         info: dict[str, Any] = {"text": u.text, "expect": u.expect}
@@ -98,7 +100,7 @@ class CallLog:
                 turn = u.turn
         return turn
 
-    def utterance(self, turn: int) -> CallerUtterance | None:
+    def utterance(self, turn: int) -> PlayedUtterance | None:
         return next((u for u in self.utterances if u.turn == turn), None)
 
     def on_turn_end(self) -> int:

@@ -15,7 +15,7 @@ turns.parquet) and/or a key of summary.json. Its entry says:
 - `line`: whether a line run (`voicelab call`, which hears the agent only through a phone line) measures it:
   "events" (from the call's rows, as any run), "recording" (the line run sets it from the recording), "no";
 - `part_of`: the figure this one is a consecutive part of (the FAR breakdown adds up to `far_ms`);
-- `views`: how each view shows it, each with its position `at` in that view: the console (`Column`, `Part`,
+- `views`: how each view shows it, each with its position `at` in that view: the console (`Narrow`, `Part`,
   `Flag`, `Wide`, `Overall`), `voicelab compare` (`Paired`), the results page (`Result`) and the HTML report
   (`ReportSummary`, `ReportTurn`, `ReportLineTurn`, `ReportPart`).
 
@@ -52,7 +52,7 @@ class CatalogueError(ValueError):
 # ---- views: how each one shows a figure; `at` orders the figures within that view ---------------------------
 
 @dataclass(frozen=True)
-class Column:
+class Narrow:
     """A column of the console's narrow per-turn table. show: "num", "blank" (nothing for None), "ok_wrong"."""
 
     header: str
@@ -164,8 +164,8 @@ class ReportPart:
     at: int
 
 
-View = Column | Part | Flag | Wide | Overall | Paired | Result | ReportSummary | ReportTurn | ReportLineTurn | ReportPart
-V = TypeVar("V", Column, Part, Flag, Wide, Overall, Paired, Result, ReportSummary, ReportTurn, ReportLineTurn,
+View = Narrow | Part | Flag | Wide | Overall | Paired | Result | ReportSummary | ReportTurn | ReportLineTurn | ReportPart
+V = TypeVar("V", Narrow, Part, Flag, Wide, Overall, Paired, Result, ReportSummary, ReportTurn, ReportLineTurn,
             ReportPart)
 
 
@@ -368,15 +368,15 @@ _CATALOGUE: list[Figure] = [
     Figure("call_id", "id", "", "call", lambda t: t.call_id, "string", line=_EVENTS,
            views=(Wide("call", 0, left=True), ReportTurn(0), ReportLineTurn(0))),
     Figure("turn", "index", "", "caller utterance index within the call", lambda t: t.turn, "int32", line=_EVENTS,
-           views=(Column("turn", 0, justify="right"), Wide("turn", 1), ReportTurn(1), ReportLineTurn(1))),
+           views=(Narrow("turn", 0, justify="right"), Wide("turn", 1), ReportTurn(1), ReportLineTurn(1))),
     Figure("expect", "label", "", "fixture expectation: null, 'interrupt' or 'no_interrupt' (backchannel)",
            lambda t: t.said.expect, "string", line=_EVENTS,
-           views=(Column("expect", 1, overflow="fold", show="blank"), Wide("expect", 2, left=True), ReportTurn(2),
+           views=(Narrow("expect", 1, overflow="fold", show="blank"), Wide("expect", 2, left=True), ReportTurn(2),
                   ReportLineTurn(2))),
     Figure("far_ms", "ms", "lower", "first audible response: bot acoustic onset minus caller speech end (events)",
            lambda t: _r(t.far), "float64", line=_EVENTS,
            summary=(Summary("far_ms", f"{_LATENCY}, answered turns", lambda s: s.latency("far_ms", s.answered), 20),),
-           views=(Column("FAR\nms", 2, justify="right"), Wide("FAR ms", 3),
+           views=(Narrow("FAR\nms", 2, justify="right"), Wide("FAR ms", 3),
                   Overall("FAR p50 ms", 1, "far_ms", "p50"), Overall("FAR p95 ms", 2, "far_ms", "p95"),
                   Paired("far_p50", "FAR p50", "p50", "ms", 0, "+50ms", answered_only=True),
                   Paired("far_p95", "FAR p95", "p95", "ms", 1, "+50ms", answered_only=True),
@@ -407,7 +407,7 @@ _CATALOGUE: list[Figure] = [
            summary=(Summary("answers.correct", "share of the scored replies (turns with expect_reply), 3 decimals",
                             lambda s: s.share("answer_correct", s.known("answer_correct")), 50),
                     Summary("answers.n", "scored replies", lambda s: len(s.known("answer_correct")), 54)),
-           views=(Column("answer", 4, show="ok_wrong"), Wide("answer ok", 16),
+           views=(Narrow("answer", 4, show="ok_wrong"), Wide("answer ok", 16),
                   Overall("answers correct", 13, "answers.correct", "share_of", n="answers.n"),
                   Paired("accuracy", "answer accuracy", "mean", "", 8, "+5%"),
                   Result("answers_correct", "answers correct", "correct", 19, "answers.correct", "share", n="answers.n",
@@ -492,7 +492,7 @@ _CATALOGUE: list[Figure] = [
            lambda t: _r(t.stop_latency), "float64", line=_EVENTS,
            summary=(Summary("stop_latency_ms", f"{_LATENCY}, interrupting turns",
                             lambda s: s.latency("stop_latency_ms"), 40),),
-           views=(Column("stop\nms", 3, justify="right"), Wide("stop ms", 9),
+           views=(Narrow("stop\nms", 3, justify="right"), Wide("stop ms", 9),
                   Overall("stop latency p50 ms", 3, "stop_latency_ms", "p50"),
                   Overall("stop latency p95 ms", 4, "stop_latency_ms", "p95"),
                   Paired("stop_p50", "stop latency p50", "p50", "ms", 2, "+50ms"),

@@ -251,8 +251,9 @@ def _revisions(reply: list[Event]) -> RevisionCounts | None:
 
 
 @dataclass(frozen=True, slots=True)
-class _Utterance:
-    """One caller utterance as the fixture logged it (caller_speech_start / _end of its turn)."""
+class _LoggedUtterance:
+    """One caller utterance read back from its turn's caller_speech_start / _end rows (ns; None where a row is
+    missing): what those rows keep of a `voicelab.measure.calllog.PlayedUtterance`, less the clip bounds."""
 
     start: int | None  # true speech onset, ns
     end: int | None  # true speech end, ns
@@ -275,16 +276,16 @@ class _Anchors:
     stt_final: int | None = None  # the recogniser's last final reading at or before turn_end
 
 
-def _utterance(evs: list[Event], turn: int) -> _Utterance:
+def _utterance(evs: list[Event], turn: int) -> _LoggedUtterance:
     """The caller's utterance of `turn`: its first caller_speech_start (with expect, text, expect_reply) and
     its first caller_speech_end."""
     caller = [e for e in evs if e.turn == turn and e.kind in (K.CALLER_SPEECH_START, K.CALLER_SPEECH_END)]
     start_e = _first(caller, K.CALLER_SPEECH_START)
     end = _t(_first(caller, K.CALLER_SPEECH_END))
     if start_e is None:
-        return _Utterance(None, end)
+        return _LoggedUtterance(None, end)
     p = start_e.payload
-    return _Utterance(start_e.t_ns, end, p.get("expect"), p.get("text"), p.get("expect_reply"))
+    return _LoggedUtterance(start_e.t_ns, end, p.get("expect"), p.get("text"), p.get("expect_reply"))
 
 
 def _attributed_reply(evs: list[Event], turn: int) -> list[Event]:
@@ -328,7 +329,7 @@ def _drop_unheard_attempts(reply: list[Event], evs: list[Event]) -> list[Event]:
     return [e for e in reply if not (e.kind in _ATTEMPT_KINDS and any(lo <= e.t_ns < hi for lo, hi in unheard))]
 
 
-def _after_cut_in(reply: list[Event], said: _Utterance) -> list[Event]:
+def _after_cut_in(reply: list[Event], said: _LoggedUtterance) -> list[Event]:
     """The reply heard after a false cut-in: the bot began an answer inside the caller's speech (a pause taken
     for the end), was heard there, the caller's words stopped it, and the answer came again after the caller
     finished. As the recording shows it (`voicelab.measure.truth`: the first sound that starts after the
@@ -435,13 +436,13 @@ def _critical_path(speech_end: int | None, at: _Anchors, onset: int | None) -> d
     }
 
 
-def _false_cut_in(said: _Utterance, onset: int | None) -> bool:
+def _false_cut_in(said: _LoggedUtterance, onset: int | None) -> bool:
     """The bot's audio started inside the caller's speech of this turn: a reply to half a sentence."""
     return (onset is not None and said.start is not None and said.end is not None
             and said.start <= onset < said.end)
 
 
-def _stop_latency(evs: list[Event], turn: int, said: _Utterance, onset: int | None) -> float | None:
+def _stop_latency(evs: list[Event], turn: int, said: _LoggedUtterance, onset: int | None) -> float | None:
     """Barge-in stop latency (ms) of an expect="interrupt" utterance, else None.
 
     The last bot_audible_end of an earlier turn's reply at or after the caller's speech onset (and no later
@@ -495,7 +496,7 @@ class TurnFacts:
 
     call_id: str
     turn: int
-    said: _Utterance
+    said: _LoggedUtterance
     reply: list[Event]
     events: list[Event]  # the whole call's rows
     far: float | None  # ms, unrounded

@@ -14,7 +14,7 @@ Per caller utterance (turn), with the ground truth speech start S and end E of t
   it; the row says `overlap: true`. Backchannels (expect "no_interrupt") get no reply and no FAR.
 - far_ms = reply onset - E.
 - stop_latency_ms (expect "interrupt" only): `onset.last_audible(bot, S)` - S, the bot's last audible sample
-  of the sound playing at S; None when the bot was silent at S (nothing to stop), as in the metrics.
+  of the sound playing at S; None when the bot was silent at S (nothing to stop), as in the event figures.
 - caller_end_wav_ms: a cross-check of the ground truth itself, the last audible sample of the caller's clip
   on the left channel (None without clip bounds). It should sit within a few ms of the ground-truth end.
 
@@ -56,7 +56,10 @@ class TruthError(ValueError):
 
 @dataclass(frozen=True)
 class Utterance:
-    """Ground truth of one caller utterance, seconds on the call clock."""
+    """Ground truth of one caller utterance, seconds on the call clock: a calls/<call_id>.json row, and what
+    the line run's figures (`voicelab.call.reply_spans`) read. The player's own record is in ns
+    (`voicelab.measure.calllog.PlayedUtterance`); the scheduler's
+    (`voicelab.fixtures.schedule.ScheduledUtterance`) has no text."""
 
     turn: int
     speech_start_s: float
@@ -83,7 +86,7 @@ def call_truth_dict(call_id: str, utterances: Iterable[Any], fixture: str | None
     """The calls/<call_id>.json object.
 
     `utterances` are `Utterance`s or anything with the same attributes, e.g. the fixture player's
-    `voicelab.fixtures.schedule.UtteranceTruth` (which has no text: give it in `texts`, by turn).
+    `voicelab.fixtures.schedule.ScheduledUtterance` (which has no text: give it in `texts`, by turn).
     """
     rows = []
     for u in utterances:

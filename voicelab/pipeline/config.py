@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from engines.registry import parse_spec
 from voicelab.gate import GatePolicy, ShaperParams
+from voicelab.pcm import SAMPLE_RATE
 from voicelab.rules.tool_reason import ToolReasonError
 from voicelab.rules.tool_reason import parse_mode as parse_tool_reason
 from voicelab.rules.turn_kinds import BargeInSpec, TurnSpec, TurnSpecError, parse_barge_in, parse_turn
@@ -36,7 +37,8 @@ DEFAULT_GREETING = "Riverside Bike Works, how can I help?"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-LINES = ("direct", "mulaw8k")  # how the caller's audio reaches the pipeline (voicelab.call.line_codec)
+# how the caller's audio reaches the pipeline (voicelab.pipeline.transport.line_codec)
+LINES = ("direct", "mulaw8k")
 CLIP_GRID_UNIT_MS = 160  # lcm(20 ms player frames, 32 ms Silero windows)
 
 
@@ -73,7 +75,7 @@ class PipelineConfig:
     # start the engine at the VAD stop, held until the turn is confirmed; off by default because on a 2-core
     # CPU it competes with the final recognition pass (measured: FAR p50 94 ms worse, README)
     preemptive: bool = False
-    sample_rate: int = 16000
+    sample_rate: int = SAMPLE_RATE
     keep_leading_ms: float | None = 20.0  # Piper's leading silence kept before each chunk
     no_reply_timeout_s: float = 6.0
     greeting: str = DEFAULT_GREETING  # spoken at call start (voicelab.pipeline.processors.greeting); "" for none
@@ -90,7 +92,8 @@ class PipelineConfig:
     # boundaries in every run, so the VAD and Whisper get the same samples and read the same words (README)
     clip_grid_ms: int = 160
     # the caller's audio as the agent hears it: "direct" (the clips as recorded) or "mulaw8k" (through a telephone
-    # line's 8 kHz µ-law and back, voicelab.call.line_codec: the same audio `voicelab call` puts on the line)
+    # line's 8 kHz µ-law and back, voicelab.pipeline.transport.line_codec: the same audio `voicelab call` puts
+    # on the line)
     line: str = "direct"
     seed: int = 0
     label: str | None = None
@@ -111,8 +114,9 @@ class PipelineConfig:
             raise PipelineConfigError(f"vad_stop_secs: {self.vad_stop_secs} is not in (0, 3]")
         if not 0.0 < self.vad_start_secs <= 1.0:
             raise PipelineConfigError(f"vad_start_secs: {self.vad_start_secs} is not in (0, 1]")
-        if self.sample_rate != 16000:
-            raise PipelineConfigError("sample_rate: the pipeline runs at 16000 Hz (Silero, smart-turn, pocketsphinx)")
+        if self.sample_rate != SAMPLE_RATE:
+            raise PipelineConfigError(f"sample_rate: the pipeline runs at {SAMPLE_RATE} Hz "
+                                      "(Silero, smart-turn, pocketsphinx)")
         if self.api_key_env is not None and not _ENV_NAME.fullmatch(self.api_key_env):
             raise PipelineConfigError("api_key_env: not an environment variable name (give the variable's name, "
                                       "such as OPENAI_API_KEY, never the key itself; it is not echoed here)")

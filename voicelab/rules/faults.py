@@ -9,7 +9,9 @@ the recogniser's final transcript is lost with an error); a *stall* makes it wai
 `voicelab.pipeline.processors.watchdog` must end it); *caller-disconnect* hangs up the call. Each fault fires at most
 once per call and logs a `fault` row; `outcomes` tells from the event rows what followed it.
 
-Plain Python: parsing, the per-call plan and the outcome table. The wrappers are `voicelab.pipeline.processors.faults_wrappers`.
+Plain Python: parsing, the per-call plan and the outcome table. The wrappers are in
+`voicelab.pipeline.processors.faults_wrappers` (the engine, the recogniser, the hang-up) and, for the TTS,
+`voicelab.pipeline.services.faulty_tts` (`FaultyPiperTTS`).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ An entry of `TURN_KINDS`:
 - `models`: the shared models its strategies need (`SMART_TURN`, `DECISION`), loaded before a call starts;
 - `stop_strategies`: `(TurnParts) -> [pipecat user-turn stop strategy, ...]`;
 - `replays`: `() -> bench Strategy` (a replay class), or `() -> [bench Strategy, ...]`: the kind's own replay
-  first, then any variants the bench reports.
+  first, named as the kind (the bench's row), then any variants the bench reports.
 
 Adding a turn-end strategy: one module (its pure rule, a pipecat stop strategy around it, a bench replay around
 it, and the factory that builds the stop strategy) and one entry, in `TURN_KINDS` or through `register`.
@@ -72,11 +72,17 @@ class TurnKind:
         return list(resolve(self.stop_strategies)(parts))
 
     def bench_replays(self) -> list[Any]:
-        """The turn bench's replays of this kind (`voicelab.turnbench.replay.Strategy`)."""
+        """The turn bench's replays of this kind (`voicelab.turnbench.replay.Strategy`); the first, the kind's
+        own, names its bench row after the kind (checked here, the one place the two names meet)."""
         if self.replays is None:
             return []
         made = resolve(self.replays)()
-        return [made] if hasattr(made, "declarations") else list(made)  # one replay (a class), or a list
+        replays = [made] if hasattr(made, "declarations") else list(made)  # one replay (a class), or a list
+        if not replays or replays[0].name != self.name:
+            got = replays[0].name if replays else None
+            raise ValueError(f"turn kind {self.name!r}: its own replay (the first) must be named "
+                             f"{self.name!r}, not {got!r}")
+        return replays
 
 
 @dataclass(frozen=True)

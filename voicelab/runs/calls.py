@@ -27,7 +27,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from engines.protocol import EngineLike
 from voicelab.analysis.price import price_summary
-from voicelab.analysis.tables import write_parquet
+from voicelab.analysis.tables import parquet_tables
 from voicelab.fixtures import Fixture, load_fixture, select
 from voicelab.gate import ShaperParams
 from voicelab.measure.events import Event, EventKind, EventWriter, read_events
@@ -94,16 +94,16 @@ def finish_run(folder: RunFolder, events: list[Event], meta: Mapping[str, Any],
     summary = summarize(events, {"run_id": folder.run_id, **dict(meta)}, truth=truth)
     summary["price"] = price_summary(events, json.loads((folder.path / CONFIG).read_text(encoding="utf-8")))
     summary.update(extra or {})
-    notes = [n for n in (note, _write_tables(folder.path, events, truth)) if n]
+    notes = [n for n in (note, _write_tables(folder, events, truth)) if n]
     folder.write_notes(notes)
     folder.seal(summary)
     return summary
 
 
-def _write_tables(run_dir: Path, events: list[Event], truth: list[dict[str, Any]] | None) -> str | None:
+def _write_tables(folder: RunFolder, events: list[Event], truth: list[dict[str, Any]] | None) -> str | None:
     """events/turns/chunks .parquet; a note instead of a crash if that fails (summary.json still seals)."""
     try:
-        write_parquet(run_dir, truth_rows=truth, events=events)
+        folder.write_tables(parquet_tables(folder.path, truth_rows=truth, events=events))
     except Exception as e:
         return f"parquet tables not written: {type(e).__name__}: {e}"
     return None

@@ -5,7 +5,7 @@ the FAR breakdown in one cell, a flags cell naming only the defects present, two
 figures as rows (figure | value [95 % interval]), one column per configuration. `--wide` prints the old
 one-row-per-turn tables with a column per figure. Every figure of the wide tables is in the narrow ones.
 Which figures each table shows, under what header and in what order, is the figure catalogue's
-(`voicelab.measure.figures`: its `Column`, `Part`, `Flag`, `Wide` and `Overall` views).
+(`voicelab.measure.figures`: its `Narrow`, `Part`, `Flag`, `Wide` and `Overall` views).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from voicelab.measure.figures import Column, Flag, Overall, Part, Wide, parts_of, views
+from voicelab.measure.figures import Flag, Narrow, Overall, Part, Wide, parts_of, views
 
 
 def _f(x: Any, nd: int = 0) -> str:
@@ -91,7 +91,7 @@ def _narrow_table(call_id: Any) -> tuple[Table, list[Callable[[Mapping[str, Any]
     columns, the breakdown cell after the figure whose parts it lists (FAR), the flags last."""
     t = Table(title=f"call {call_id}", title_justify="left", expand=False, pad_edge=False)
     cells: list[Callable[[Mapping[str, Any]], str]] = []
-    for f, c in views(Column):
+    for f, c in views(Narrow):
         t.add_column(c.header, **{k: v for k, v in (("justify", c.justify), ("overflow", c.overflow)) if v})
         cells.append(lambda r, name=f.name, show=c.show: _cell(show, r.get(name)))
         if parts_of(f.name):

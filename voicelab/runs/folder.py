@@ -10,8 +10,10 @@
     RUN/INCOMPLETE         present from creation until the seal: a killed run says so
 
 Every file but events.jsonl is written to a temporary name and renamed, so no reader ever sees half a
-file; a folder is finished exactly when `is_sealed` says so. A folder of several configurations (a matrix,
-a sweep) holds one sealed run folder per configuration and `matrix.json`, the list of their summaries.
+file; a folder is finished exactly when `voicelab.analysis.tables.is_finished` says so (summary.json there,
+INCOMPLETE gone: the one check of the seal, for the runs and the analysis alike). A folder of several
+configurations (a matrix, a sweep) holds one sealed run folder per configuration and `matrix.json`, the list
+of their summaries.
 """
 
 from __future__ import annotations
@@ -126,11 +128,6 @@ def write_wav(path: Path, audio: np.ndarray, sample_rate: int) -> Path:
     buf = io.BytesIO()
     sf.write(buf, audio, sample_rate, format="WAV", subtype="PCM_16")
     return write_bytes(path, buf.getvalue())
-
-
-def is_sealed(run: Path) -> bool:
-    """A finished run folder: summary.json written and no INCOMPLETE marker."""
-    return (run / SUMMARY).is_file() and not (run / INCOMPLETE).exists()
 
 
 class RunFolder:

@@ -36,8 +36,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from voicelab.analysis import AnalysisError, load_run
+from voicelab.analysis.tables import is_finished
+from voicelab.measure.figures import ACCURACY_BAR
 from voicelab.runs.cluster import ClusterError, first_line, joined, task_error
-from voicelab.runs.folder import SUMMARY, is_sealed, write_json, write_matrix
+from voicelab.runs.folder import SUMMARY, write_json, write_matrix
 from voicelab.runs.matrix import (  # noqa: F401 (compatible, parse_shaper: re-exported for the CLI and tests)
     CellRunner,
     CellSpec,
@@ -49,9 +51,6 @@ from voicelab.runs.matrix import (  # noqa: F401 (compatible, parse_shaper: re-e
 from voicelab.runs.synthetic import synthetic_cell_runner
 
 LOCK = ".sweep.lock"  # holds the pid of the sweep writing this folder
-# answer accuracy (engines.shop.answers, against the fixtures' expect_reply) below this marks a configuration as
-# fast-but-wrong in the Pareto table and plot: the answer-accuracy bar for the bundled suite
-ACCURACY_BAR = 0.95
 
 CONCURRENCY_NOTE_LOCAL = ("note: cells run one after another here; anything else busy on this machine (a training "
                           "job, another sweep) still shifts the latencies, so compare cells of one quiet sweep.")
@@ -77,7 +76,7 @@ def finished_run(cell_dir: Path) -> Path | None:
     if not cell_dir.is_dir():
         return None
     for pattern in (SUMMARY, f"*/{SUMMARY}", f"*/*/{SUMMARY}"):
-        hits = [h.parent for h in sorted(cell_dir.glob(pattern)) if is_sealed(h.parent)]
+        hits = [h.parent for h in sorted(cell_dir.glob(pattern)) if is_finished(h.parent)]
         if hits:
             return hits[0]
     return None
@@ -227,7 +226,7 @@ def _run_sweep(matrix: SweepMatrix, sweep: Path, cells: list[CellSpec], runner: 
         for c in todo:
             got = outcome.get(c.cell_id)
             run = finished_run(dirs[c.cell_id]) if isinstance(got, Path) else None
-            if isinstance(got, Path) and run is None and is_sealed(got):
+            if isinstance(got, Path) and run is None and is_finished(got):
                 run = got  # the runner wrote its run folder somewhere else
             if run is not None:
                 res.ran.append(c.cell_id)

@@ -3,7 +3,7 @@
 No model, no TTS, no pipecat: a scripted caller, a toy diffusion (or autoregressive) canvas fed through the
 real `voicelab.gate.Gate`, and seeded noise bursts standing in for speech on the recorded stereo WAV. Every
 time is chosen here, so a test knows the true onsets (the first sample of each burst) and can check the
-analyzer and the metrics against them; `Timing.playout_delay_ms` adds a known delay between the pipeline and
+analyzer and the figures against them; `Timing.playout_delay_ms` adds a known delay between the pipeline and
 the caller's ear (it moves the playout events, the acoustic marks and the bot channel of the WAV).
 
 `write_run(out_dir, config, calls)` writes config.json, events.jsonl, calls/<id>.wav + .json, the Parquet
@@ -23,7 +23,7 @@ import numpy as np
 
 from engines.snapshot import Snapshot
 from voicelab.analysis.price import price_summary
-from voicelab.analysis.tables import write_parquet
+from voicelab.analysis.tables import parquet_tables
 from voicelab.gate import Gate, ShaperParams
 from voicelab.measure.events import Event, EventKind, snapshot_payload
 from voicelab.measure.metrics import summarize
@@ -55,7 +55,7 @@ class Timing:
 
 
 @dataclass(frozen=True)
-class Turn:
+class ScriptedTurn:
     """One caller utterance and the bot's scripted answer to it ('' = none, e.g. a backchannel)."""
 
     text: str
@@ -67,34 +67,39 @@ class Turn:
 
 
 @dataclass(frozen=True)
-class Call:
+class ScriptedCall:
+    """A synthetic call's script: its caller turns in order, and the fixture name its run rows carry."""
+
     call_id: str
-    turns: tuple[Turn, ...]
+    turns: tuple[ScriptedTurn, ...]
     fixture: str = "synthetic"
 
 
-def plain_call(call_id: str = "c0") -> Call:
+def plain_call(call_id: str = "c0") -> ScriptedCall:
     """Two ordinary question-and-answer turns, no interruptions."""
-    return Call(call_id, (
-        Turn("hi what time do you open on saturday", "we open at nine in the morning, and close at five.",
-             after="call_start", delay_s=0.5, speech_s=1.4),
-        Turn("great thanks", "you are welcome, see you on saturday.", after="bot_audio_end", delay_s=0.5,
-             speech_s=0.7),
+    return ScriptedCall(call_id, (
+        ScriptedTurn("hi what time do you open on saturday",
+                     "we open at nine in the morning, and close at five.",
+                     after="call_start", delay_s=0.5, speech_s=1.4),
+        ScriptedTurn("great thanks", "you are welcome, see you on saturday.", after="bot_audio_end",
+                     delay_s=0.5, speech_s=0.7),
     ), fixture="synthetic_plain")
 
 
-def barge_in_call(call_id: str = "c1") -> Call:
+def barge_in_call(call_id: str = "c1") -> ScriptedCall:
     """A question, a barge-in that cuts the answer, and a backchannel over the second answer."""
-    return Call(call_id, (
-        Turn("what time do you open on saturday", "on saturday we open at nine and we close at five in the "
-             "evening, every week of the year.", after="call_start", delay_s=0.5, speech_s=1.3),
-        Turn("sorry I meant sunday", "on sunday we are closed all day, but monday we open at nine again.",
-             expect="interrupt", after="bot_audio_start", delay_s=1.0, speech_s=0.9),
-        Turn("mm-hmm", expect="no_interrupt", after="bot_audio_start", delay_s=0.8, speech_s=0.4),
+    return ScriptedCall(call_id, (
+        ScriptedTurn("what time do you open on saturday",
+                     "on saturday we open at nine and we close at five in the "
+                     "evening, every week of the year.", after="call_start", delay_s=0.5, speech_s=1.3),
+        ScriptedTurn("sorry I meant sunday",
+                     "on sunday we are closed all day, but monday we open at nine again.",
+                     expect="interrupt", after="bot_audio_start", delay_s=1.0, speech_s=0.9),
+        ScriptedTurn("mm-hmm", expect="no_interrupt", after="bot_audio_start", delay_s=0.8, speech_s=0.4),
     ), fixture="synthetic_barge_in")
 
 
-def default_calls() -> list[Call]:
+def default_calls() -> list[ScriptedCall]:
     return [plain_call("c0"), barge_in_call("c1")]
 
 
@@ -104,7 +109,7 @@ def _pieces(words: Sequence[str]) -> list[str]:
     return [("" if i == 0 else " ") + w for i, w in enumerate(words)]
 
 
-class _Canvas:
+class _ToyCanvas:
     """A toy denoising canvas over the words of a scripted answer (one token per word, then EOS)."""
 
     def __init__(self, words: Sequence[str], sampler: str, rng: random.Random) -> None:
@@ -119,7 +124,7 @@ class _Canvas:
         self.step = 0
         self.forwards = 0
         # a revising sampler keeps polishing a few steps after the last unmask, and may change what the gate
-        # already released (unless it was pinned): the defects the metrics must catch
+        # already released (unless it was pinned): the defects the figures must catch
         self.polish = 8 if sampler == "revising" else 0
 
     def pin(self, n: int) -> None:
@@ -191,7 +196,7 @@ def _ns(s: float) -> int:
 
 
 class _CallSim:
-    def __init__(self, call: Call, config: dict[str, Any], timing: Timing, seed: int) -> None:
+    def __init__(self, call: ScriptedCall, config: dict[str, Any], timing: Timing, seed: int) -> None:
         self.call = call
         self.cfg = config
         self.tm = timing
@@ -255,7 +260,7 @@ class _CallSim:
         self.call_end_s = max(ends) + 1.0
         self.ev(-1, self.call_end_s, K.CALL_END)
 
-    def _reply(self, k: int, turn: Turn, speech_end: float) -> _Reply:
+    def _reply(self, k: int, turn: ScriptedTurn, speech_end: float) -> _Reply:
         tm = self.tm
         r = _Reply(k)
         t_turn = speech_end + tm.endpointing_ms / 1000
@@ -264,7 +269,7 @@ class _CallSim:
         r.events.append(Event(self.call.call_id, k, _ns(t_req - 0.005), K.STT_FINAL, {"text": turn.text}))
         r.events.append(Event(self.call.call_id, k, _ns(t_req), K.LLM_REQUEST, {"text": turn.text}))
         sampler = str(self.cfg.get("sampler") or "low_confidence")
-        canvas = _Canvas(turn.reply.split(), sampler, self.rng)
+        canvas = _ToyCanvas(turn.reply.split(), sampler, self.rng)
         policy = str(self.cfg.get("policy") or "prefix")
         shaper = ShaperParams(**(self.cfg.get("shaper") or {}))
         gate = Gate(policy, shaper, pin=canvas.pin if policy.startswith("pinned") else None)
@@ -351,9 +356,9 @@ class _CallSim:
         return np.clip(np.round(out * 32767), -32768, 32767).astype(np.int16)
 
 
-def write_run(out_dir: str | Path, config: dict[str, Any] | None = None, calls: Sequence[Call] | None = None,
-              timing: Timing | None = None, seed: int = 0, run_id: str | None = None,
-              finish: bool = True) -> Path:
+def write_run(out_dir: str | Path, config: dict[str, Any] | None = None,
+              calls: Sequence[ScriptedCall] | None = None, timing: Timing | None = None, seed: int = 0,
+              run_id: str | None = None, finish: bool = True) -> Path:
     """Write one synthetic run folder, out_dir/<run_id>, and return it.
 
     `config` may give engine, sampler, policy, shaper (ShaperParams fields). With finish=False only the
@@ -381,7 +386,7 @@ def write_run(out_dir: str | Path, config: dict[str, Any] | None = None, calls: 
     if finish:
         rows = analyze_run(folder.path)
         summary = {**summarize(events, cfg, truth=rows), "price": price_summary(events, cfg)}
-        write_parquet(folder.path, truth_rows=rows)
+        folder.write_tables(parquet_tables(folder.path, truth_rows=rows))
         folder.seal(summary)
     return folder.path
 
@@ -396,7 +401,7 @@ def synthetic_cell_runner(cell: CellSpec, out_dir: Path) -> Path:
     timing = Timing()
     if cell.engine == "ar":
         timing = replace(timing, step_ms=15.0)
-    calls: list[Call] = []
+    calls: list[ScriptedCall] = []
     for r in range(1, cell.repeat + 1):
         rep = f"r{r}-" if cell.repeat > 1 else ""
         for f in cell.fixtures:  # 'plain', anything with 'barge', or both (e.g. 'default')

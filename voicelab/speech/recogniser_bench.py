@@ -60,7 +60,7 @@ ALL = "all"  # the summary's suite over every row
 Pass = Callable[[np.ndarray], tuple[str, float]]  # audio -> (normalised text, ms the caller waits for)
 
 
-class BenchError(ValueError):
+class SttBenchError(ValueError):
     """A bad benchmark setting; the message names it."""
 
 
@@ -143,10 +143,10 @@ def parse_groups(specs: Sequence[str]) -> list[str]:
     names = list(dict.fromkeys(g.strip() for spec in specs for g in spec.split(",") if g.strip()))
     bad = [g for g in names if g not in GROUPS]
     if not names or bad:
-        raise BenchError(f"--group: '{','.join(specs)}' must name some of {', '.join(GROUPS)}")
+        raise SttBenchError(f"--group: '{','.join(specs)}' must name some of {', '.join(GROUPS)}")
     missing = [g for g in names if g in HUMAN_GROUPS and not HUMAN_GROUPS[g].is_dir()]
     if missing:
-        raise BenchError(f"--group {missing[0]}: {HUMAN_GROUPS[missing[0]]} not found")
+        raise SttBenchError(f"--group {missing[0]}: {HUMAN_GROUPS[missing[0]]} not found")
     return names
 
 
@@ -160,9 +160,9 @@ def bench_utterances(fixtures: Sequence[str] = (), data: Sequence[Path] = (), su
     """What `bench stt` recognises: named fixtures, `--data` folders (suite: `suite` or the folder's name) and the
     chosen groups; with none of them, every available group."""
     if suite is not None and (len(data) != 1 or not suite.strip() or suite == ALL):
-        raise BenchError(f"--suite: '{suite}' names the rows of one --data folder (any name but '{ALL}')")
+        raise SttBenchError(f"--suite: '{suite}' names the rows of one --data folder (any name but '{ALL}')")
     if fixtures and groups:
-        raise BenchError("--group: picks among the default groups; name fixtures or groups, not both")
+        raise SttBenchError("--group: picks among the default groups; name fixtures or groups, not both")
     chosen = parse_groups(groups) if groups else ([] if fixtures or data else available_groups())
     out: list[TranscribedClip] = []
     if fixtures:
@@ -177,10 +177,10 @@ def bench_utterances(fixtures: Sequence[str] = (), data: Sequence[Path] = (), su
         for folder in data:
             name = suite or folder.resolve().name
             if name == ALL:
-                raise BenchError(f"--data {folder}: a suite cannot be named '{ALL}' (give --suite NAME)")
+                raise SttBenchError(f"--data {folder}: a suite cannot be named '{ALL}' (give --suite NAME)")
             out += folder_utterances(folder, name)
     except TranscribedFolderError as e:
-        raise BenchError(str(e)) from None
+        raise SttBenchError(str(e)) from None
     return out
 
 
@@ -207,7 +207,7 @@ def system_pass(system: str, threads: int = 2) -> Pass:
     if system == "pocketsphinx":
         return pocketsphinx_pass()
     if system not in SYSTEMS:
-        raise BenchError(f"systems: '{system}' is not one of {', '.join(SYSTEMS)}")
+        raise SttBenchError(f"systems: '{system}' is not one of {', '.join(SYSTEMS)}")
     kind = system.removesuffix("+lm")
     rec = make_recognizer(kind, threads, lm_weight=lm_weight() if kind != system else 0.0)
 
@@ -223,7 +223,7 @@ def parse_systems(spec: str) -> list[str]:
     names = [s.strip() for s in spec.split(",") if s.strip()]
     bad = [s for s in names if s not in SYSTEMS]
     if not names or bad:
-        raise BenchError(f"systems: '{spec}' must name some of {', '.join(SYSTEMS)} (comma-separated)")
+        raise SttBenchError(f"systems: '{spec}' must name some of {', '.join(SYSTEMS)} (comma-separated)")
     return names
 
 
@@ -231,7 +231,7 @@ def run_bench(systems: Sequence[str], utterances: Sequence[TranscribedClip], thr
               progress: Callable[[str], None] | None = None) -> list[SttRow]:
     """Every utterance through every system, one system at a time (a warm-up pass first)."""
     if not utterances:
-        raise BenchError("fixtures: no caller turns to recognise")
+        raise SttBenchError("fixtures: no caller turns to recognise")
     rows: list[SttRow] = []
     for system in systems:
         run = system_pass(system, threads)

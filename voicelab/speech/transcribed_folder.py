@@ -32,7 +32,9 @@ class TranscribedFolderError(ValueError):
 
 
 @dataclass(frozen=True)
-class Recording:
+class TranscribedRecording:
+    """One audio file of the folder and its reference text."""
+
     stem: str
     path: Path
     text: str  # the reference, as written in the transcripts file
@@ -68,7 +70,7 @@ def audio_files(folder: Path) -> list[Path]:
                   and not any(part.startswith(".") for part in p.relative_to(folder).parts))
 
 
-def pair_recordings(folder: Path) -> list[Recording]:
+def pair_recordings(folder: Path) -> list[TranscribedRecording]:
     """Each transcript line with its one audio file, in the file's order; any mismatch is an error."""
     if not folder.is_dir():
         raise TranscribedFolderError(f"{folder}: not a folder (--data takes a folder of recordings and "
@@ -80,14 +82,14 @@ def pair_recordings(folder: Path) -> list[Recording]:
         if p.stem not in lines:
             raise TranscribedFolderError(f"{p}: no line for {p.stem} in {tsv}")
         by_stem.setdefault(p.stem, []).append(p)
-    out: list[Recording] = []
+    out: list[TranscribedRecording] = []
     for stem, (n, text) in lines.items():
         found = by_stem.get(stem, [])
         if len(found) != 1:
             what = "no audio file" if not found else f"{len(found)} audio files ({', '.join(map(str, found))})"
             raise TranscribedFolderError(f"{tsv}:{n}: {stem} has {what}; one {'/'.join(AUDIO_SUFFIXES)} file "
                                          f"under {folder} is expected")
-        out.append(Recording(stem, found[0], text))
+        out.append(TranscribedRecording(stem, found[0], text))
     return out
 
 

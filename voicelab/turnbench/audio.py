@@ -28,14 +28,13 @@ import soxr
 
 from voicelab.fixtures import effects
 from voicelab.fixtures.format import load_fixture
-from voicelab.fixtures.spec import Noise, Room
+from voicelab.fixtures.spec import PEAK, Noise, Room  # PEAK: caller speech peak, as the bundled fixtures
 from voicelab.measure.onset import OnsetRule, segments
 from voicelab.pcm import SAMPLE_RATE as SR  # the name the bench's modules import
 from voicelab.turnbench.cases import BargeCase, TurnCase
 from voicelab.turnbench.replay import Point
 
 ESPEAK_SR = 22050
-PEAK = 10 ** (-3 / 20)  # caller speech peak, as the bundled fixtures (-3 dBFS)
 LEAD_S = 0.5  # silence before the speech
 TAIL_S = 4.5  # after the end of a turn: room for the slowest setting of every strategy (3 s + the VAD's lag)
 BARGE_TAIL_S = 1.5

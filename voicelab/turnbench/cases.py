@@ -74,7 +74,7 @@ class TurnCase:
     domain: str
     prefix: str
     rest: str
-    kind: str  # "complete", "function" or "content" (sentences.Cut.kind)
+    kind: str  # "complete", "function" or "content" (sentences.CutSentence.kind)
     pause_s: float
     comma: bool  # the prefix is read with continuation intonation
     voice: str

@@ -46,8 +46,8 @@ from voicelab.turnbench.meetings import (
     LICENCE,
     REPO,
     TUTORIAL_DIR,
+    MeetingRecording,
     MeetingsError,
-    Recording,
     faded,
     recordings,
 )
@@ -128,7 +128,7 @@ def sound_span(clip: np.ndarray, annotated: Span) -> Span:
     return onset, offset
 
 
-def recording_cuts(rec: Recording, words_dir: Path | None = None) -> list[Cut]:
+def recording_cuts(rec: MeetingRecording, words_dir: Path | None = None) -> list[Cut]:
     """The backchannels of one recording: from each speaker's own channel where it has them (with words from
     `words_dir` where they can be placed), else from the mixture where the backchannel is alone."""
     bcs = backchannel_segments(rec.segments, rec.region)

@@ -26,8 +26,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from voicelab.fixtures.spec import PEAK
 from voicelab.measure.onset import OnsetRule, segments
-from voicelab.turnbench.audio import PEAK, SR, pause_gate_dbfs
+from voicelab.turnbench.audio import SR, pause_gate_dbfs
 from voicelab.turnbench.replay import Point
 
 MIN_PAUSE_S = 0.1

@@ -58,7 +58,9 @@ class MeetingsError(Exception):
 
 
 @dataclass(frozen=True)
-class Recording:
+class MeetingRecording:
+    """A meeting recording of the source folder: its speaker segments and the region they cover (seconds)."""
+
     uri: str
     wav: Path
     segments: list[Segment]
@@ -130,7 +132,7 @@ def match_channels(segments: list[Segment], channels: list[Path]) -> dict[str, P
     return {spk: channels[j] for spk, j in zip(speakers, best, strict=True)}
 
 
-def recordings(src: Path) -> list[Recording]:
+def recordings(src: Path) -> list[MeetingRecording]:
     """Every recording of the source folder with its annotations and region."""
     out = []
     data = src / DEBUG_DIR
@@ -139,15 +141,16 @@ def recordings(src: Path) -> list[Recording]:
         segs = parse_rttm(_read_text(data / f"debug.{split}.rttm"))
         for uri in sorted(regions):
             wav = _wav_for(data, uri)
-            out.append(Recording(uri, wav, segs.get(uri, []), regions[uri], f"{DEBUG_DIR}/{wav.name}", DEBUG_COMMIT))
+            out.append(MeetingRecording(uri, wav, segs.get(uri, []), regions[uri], f"{DEBUG_DIR}/{wav.name}",
+                                        DEBUG_COMMIT))
     tut = src / TUTORIAL_DIR
     segs = parse_rttm(_read_text(tut / "mixture.rttm")).get("mixture", [])
     wav = tut / "mixture.wav"
     if not wav.is_file():
         raise MeetingsError(f"{wav}: missing")
     channels = match_channels(segs, [tut / "sources" / f"source{i}.wav" for i in range(4)])
-    out.append(Recording("mixture", wav, segs, (0.0, sf.info(str(wav)).duration), f"{TUTORIAL_DIR}/mixture.wav",
-                         TUTORIAL_COMMIT, channels))
+    out.append(MeetingRecording("mixture", wav, segs, (0.0, sf.info(str(wav)).duration),
+                                f"{TUTORIAL_DIR}/mixture.wav", TUTORIAL_COMMIT, channels))
     return out
 
 
@@ -177,7 +180,7 @@ def _spans(x: np.ndarray, t0: float, t1: float) -> list[tuple[float, float]]:
     return [(max(a, t0) - t0, min(b, t1) - t0) for a, b in speech_spans(normalised(x)) if b > t0 and a < t1]
 
 
-def label_recording(rec: Recording) -> list[dict[str, Any]]:
+def label_recording(rec: MeetingRecording) -> list[dict[str, Any]]:
     """The recording's usable turns: per turn its clip (float32) and its labels (on the clip's clock)."""
     mix = read_mono(rec.wav, MeetingsError)
     channels = {spk: read_mono(p, MeetingsError) for spk, p in (rec.channels or {}).items()}

@@ -71,7 +71,7 @@ class Models:
         return self._turn_models
 
     def silero(self, on_window: Callable[[float, float], None]) -> Any:
-        class Recording(SharedSileroVADAnalyzer):
+        class WindowRecordingVAD(SharedSileroVADAnalyzer):
             # record what the state machine sees: the model's confidence and the smoothed volume of each window
             _conf = 0.0
 
@@ -84,7 +84,7 @@ class Models:
                 on_window(self._conf, float(v))
                 return v
 
-        vad = Recording(self._tm().silero_session(), sample_rate=SR)
+        vad = WindowRecordingVAD(self._tm().silero_session(), sample_rate=SR)
         vad.set_sample_rate(SR)
         return vad
 

@@ -123,7 +123,7 @@ _DOMAINS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 
 
 @dataclass(frozen=True)
-class Cut:
+class CutSentence:
     """A sentence and where the caller pauses in it."""
 
     domain: str
@@ -159,7 +159,7 @@ def sentence(rng: random.Random, domain: str | None = None) -> tuple[str, list[l
     return name, parts
 
 
-def cut_sentence(rng: random.Random, p_complete: float) -> Cut:
+def cut_sentence(rng: random.Random, p_complete: float) -> CutSentence:
     """A sentence with one pause: after a complete clause with probability `p_complete` (when the sentence has
     an extension to follow it), else inside a core or extension, where the words so far are not a sentence."""
     complete = rng.random() < p_complete  # drawn first: the share of complete cuts is p_complete exactly
@@ -171,7 +171,7 @@ def cut_sentence(rng: random.Random, p_complete: float) -> Cut:
             at = rng.randrange(1, len(parts))  # pause before extension `at`: the prefix is a sentence
             prefix = " ".join(" ".join(p) for p in parts[:at])
             rest = " ".join(" ".join(p) for p in parts[at:])
-            return Cut(domain, prefix, rest, "complete")
+            return CutSentence(domain, prefix, rest, "complete")
         inner = [(i, j) for i, p in enumerate(parts) for j in range(1, len(p))]
         if not inner:
             continue
@@ -179,7 +179,7 @@ def cut_sentence(rng: random.Random, p_complete: float) -> Cut:
         prefix = " ".join([*(" ".join(p) for p in parts[:i]), " ".join(parts[i][:j])])
         rest = " ".join([" ".join(parts[i][j:]), *(" ".join(p) for p in parts[i + 1:])])
         last = prefix.split()[-1]
-        return Cut(domain, prefix, rest, "function" if last in FUNCTION_WORDS else "content")
+        return CutSentence(domain, prefix, rest, "function" if last in FUNCTION_WORDS else "content")
 
 
 def domains() -> list[str]:

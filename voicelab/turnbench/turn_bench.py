@@ -40,7 +40,7 @@ GROUPS = ("generated", "human", "human-read", "bundled", "real", "user")
 MAIN_GROUPS = ("generated", "user", "human", "human-read")
 
 
-class BenchError(Exception):
+class TurnBenchError(Exception):
     """A bad option or an unusable case; the message says which."""
 
 
@@ -104,7 +104,7 @@ def human_refs() -> list[CaseRef]:
         if (human_barge.BARGE_DIR / human_barge.LABELS_FILE).is_file():
             barge = human_barge.load_cases(human_barge.BARGE_DIR)
     except (meetings.MeetingsError, read_speech.ReadSpeechError, human_barge.BargeSetError) as e:
-        raise BenchError(str(e)) from None
+        raise TurnBenchError(str(e)) from None
     return [CaseRef(c.id, c.group, c.key, kind, (lambda c=c: c), list(c.points), dict(c.meta))
             for kind, group in (("turn", cases), ("barge", barge)) for c in group]
 
@@ -115,7 +115,7 @@ BENCH_GROUPS = ("generated", "human", "human-read", "bundled", "real")  # what `
 def refs_for(group: str | None = None, limit: int | None = None) -> list[CaseRef]:
     """The cases `voicelab bench turns` benches by default (every group whose cases are here), or one group's."""
     if group is not None and group not in BENCH_GROUPS:
-        raise BenchError(f"--group {group!r}: expected one of {', '.join(BENCH_GROUPS)}")
+        raise TurnBenchError(f"--group {group!r}: expected one of {', '.join(BENCH_GROUPS)}")
     if group in (None, "bundled", "real"):
         fx = [r for r in bundled_refs() if group is None or r.group == group]
     else:
@@ -124,7 +124,7 @@ def refs_for(group: str | None = None, limit: int | None = None) -> list[CaseRef
                                                                                         "human-read") else []
     gen = generated_refs(limit) if group is None else generated_refs(limit, barge=False) if group == "generated" else []
     if group is not None and not fx + human + gen:
-        raise BenchError(f"--group {group}: no cases here (its audio is not in audio_fixtures/)")
+        raise TurnBenchError(f"--group {group}: no cases here (its audio is not in audio_fixtures/)")
     return fx + human + gen
 
 
@@ -169,16 +169,16 @@ def load_strategy(spec: str) -> Strategy:
     and `declarations(trace, value, passes)`, or a callable returning one)."""
     mod_name, _, attr = spec.partition(":")
     if not mod_name or not attr:
-        raise BenchError(f"--strategy {spec!r}: expected MODULE:ATTRIBUTE")
+        raise TurnBenchError(f"--strategy {spec!r}: expected MODULE:ATTRIBUTE")
     try:
         obj = getattr(importlib.import_module(mod_name), attr)
     except (ImportError, AttributeError) as e:
-        raise BenchError(f"--strategy {spec!r}: {e}") from None
+        raise TurnBenchError(f"--strategy {spec!r}: {e}") from None
     if isinstance(obj, type) or (not hasattr(obj, "declarations") and callable(obj)):
         obj = obj()  # a class, or a factory: the strategy is what it makes
     for need in ("name", "knob", "values", "default", "declarations"):
         if not hasattr(obj, need):
-            raise BenchError(f"--strategy {spec!r}: the strategy has no `{need}`")
+            raise TurnBenchError(f"--strategy {spec!r}: the strategy has no `{need}`")
     return obj  # type: ignore[no-any-return]
 
 

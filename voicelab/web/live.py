@@ -49,7 +49,10 @@ def chars_after_words(text: str, words: int) -> int:
 
 
 @dataclass
-class _Chunk:
+class _CommittedSpan:
+    """A gate_commit row as the page keeps it: its reply (`gen`), its [start, end) in the response text and
+    its text (`voicelab.gate.Chunk` is the released phrase itself, with its timing)."""
+
     gen: int
     start: int
     end: int
@@ -77,7 +80,7 @@ class CanvasView:
         self.spoken_chars = 0
         self.revisions = 0  # positions revised over this reply
         self._revised: set[int] = set()  # positions revised since the last message
-        self._chunks: dict[int, _Chunk] = {}
+        self._chunks: dict[int, _CommittedSpan] = {}
         self._pending: list[Snapshot] = []  # snapshots whose step row waits for the gate
         self._seal_below = 0  # steps below this are done with by the gate
         self._steps: list[list[Any]] = []  # [step, states, revised] rows not yet sent
@@ -133,7 +136,7 @@ class CanvasView:
     def commit(self, chunk_id: int, start_char: int, end_char: int, text: str) -> None:
         if self.gen is None:
             return
-        self._chunks[chunk_id] = _Chunk(self.gen, start_char, end_char, text)
+        self._chunks[chunk_id] = _CommittedSpan(self.gen, start_char, end_char, text)
         self.committed_chars = max(self.committed_chars, end_char)
         self._dirty = True
 

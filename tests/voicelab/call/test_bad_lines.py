@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 from websockets.asyncio.server import ServerConnection
 
 from tests.voicelab.call.test_helpers import ToneAgent, free_port, media, raw_tcp, read_start, serving, tone
+from voicelab.analysis.tables import is_finished
 from voicelab.cli.call import call
-from voicelab.runs.folder import is_sealed
 
 app = typer.Typer()
 app.command()(call)
@@ -38,7 +38,7 @@ def _assert_one_line(code: int, stderr: str, url_part: str, what: str) -> None:
 
 
 def _assert_failed_folder(run: Path | None, what: str) -> None:
-    assert run is not None and is_sealed(run)
+    assert run is not None and is_finished(run)
     meta = json.loads(next((run / "calls").glob("*.json")).read_text())
     assert meta["status"] == "failed" and what in meta["failure"]
     summary = json.loads((run / "summary.json").read_text())
@@ -139,7 +139,7 @@ def test_good_calls_through_the_command_repeated_and_concurrent(tmp_path: Path) 
                                    "--repeat", "2", "--concurrency", "2")
     assert code == 0, err
     assert "per turn" in out and "not measured" in out
-    assert run is not None and is_sealed(run)
+    assert run is not None and is_finished(run)
     summary = json.loads((run / "summary.json").read_text())
     assert summary["calls"] == 2 and summary["far_ms"]["n"] == 2 and summary["far_ms"]["p50"] > 0
     assert sorted(p.name for p in (run / "calls").glob("*.wav")) == ["r1-00-single_question.wav",

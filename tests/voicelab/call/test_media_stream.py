@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from tests.voicelab.call.test_helpers import free_port
 from tests.voicelab.call.test_reference_agent import _wait_port
+from voicelab.analysis.tables import is_finished
 from voicelab.cli.call import call
-from voicelab.runs.folder import is_sealed
 from voicelab.web.media_stream import PATH
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -37,7 +37,7 @@ def test_call_measures_the_labs_own_media_stream_endpoint(tmp_path: Path) -> Non
         serve.wait(20)
     assert res.exit_code == 0, res.stderr
     run = next(tmp_path.iterdir())
-    assert is_sealed(run)
+    assert is_finished(run)
     summary = json.loads((run / "summary.json").read_text())
     assert summary["calls_failed"] == 0
     assert summary["far_ms"]["n"] == 1 and summary["far_ms"]["p50"] > 0  # the lab's greeting, then its answer

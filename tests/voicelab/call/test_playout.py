@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from voicelab.call.figures import Said, reply_spans, reply_turn, silence_stops, talk_over_ms
 from voicelab.call.line import LineStats, line_summary
 from voicelab.call.playout_queue import PlayoutQueue
 from voicelab.call.readback import match_template, score_words
+from voicelab.call.reply_spans import reply_spans, reply_turn, silence_stops, talk_over_ms
+from voicelab.measure.truth import Utterance
 from voicelab.speech.text import recognizer_text
 
 
@@ -100,7 +101,8 @@ def _track(sr: int, seconds: float, spans: list[tuple[float, float]]) -> np.ndar
 
 
 def test_reply_attribution_follows_the_truth_analyzer() -> None:
-    said = [Said(0, 1.0, 2.0), Said(1, 3.0, 3.4, "no_interrupt"), Said(2, 5.0, 6.0, "interrupt")]
+    said = [Utterance(0, 1.0, 2.0), Utterance(1, 3.0, 3.4, "no_interrupt"),
+            Utterance(2, 5.0, 6.0, "interrupt")]
     assert reply_turn(said, 0.5) == -1 and reply_turn(said, 2.1) == 0
     assert reply_turn(said, 3.5) == 0  # a backchannel gets no reply of its own
     assert reply_turn(said, 6.2) == 2
@@ -111,14 +113,14 @@ def test_reply_attribution_follows_the_truth_analyzer() -> None:
 
 
 def test_talk_over_counts_bot_audio_inside_caller_speech() -> None:
-    said = [Said(0, 1.0, 2.0), Said(1, 3.0, 4.0, "interrupt")]
+    said = [Utterance(0, 1.0, 2.0), Utterance(1, 3.0, 4.0, "interrupt")]
     bot = _track(8000, 5.0, [(2.5, 3.25)])  # stopped 250 ms into the barge-in
     over = talk_over_ms(bot, 8000, said)
     assert over[0] == 0.0 and over[1] == pytest.approx(250, abs=10)
 
 
 def test_silence_after_a_backchannel_is_a_stop_and_a_pause_between_sentences_is_not() -> None:
-    said = [Said(0, 0.0, 0.5), Said(1, 2.0, 2.4, "no_interrupt")]
+    said = [Utterance(0, 0.0, 0.5), Utterance(1, 2.0, 2.4, "no_interrupt")]
     stopped = _track(8000, 6.0, [(1.0, 2.6)])  # silent from 2.6 s on
     assert silence_stops(stopped, 8000, said, silence_s=0.8, grace_s=1.2) == {1: pytest.approx(2.6, abs=0.01)}
     kept = _track(8000, 6.0, [(1.0, 2.6), (3.0, 5.0)])  # a 0.4 s pause, then more

@@ -16,8 +16,8 @@ import typer
 from typer.testing import CliRunner
 
 from tests.voicelab.call.test_helpers import free_port
+from voicelab.analysis.tables import is_finished
 from voicelab.cli.call import call
-from voicelab.runs.folder import is_sealed
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -50,7 +50,7 @@ def test_reference_pipecat_agent_end_to_end(tmp_path: Path) -> None:
         proc.wait(10)
     assert res.exit_code == 0, res.stderr
     run = next(tmp_path.iterdir())
-    assert is_sealed(run)
+    assert is_finished(run)
     summary = json.loads((run / "summary.json").read_text())
     meta = json.loads(next((run / "calls").glob("*.json")).read_text())
     assert meta["status"] == "ok"

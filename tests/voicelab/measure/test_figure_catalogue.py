@@ -23,8 +23,8 @@ from voicelab.cli.app import app
 from voicelab.measure import figures as catalogue
 from voicelab.measure.events import read_events
 from voicelab.measure.figures import (
-    Column,
     Figure,
+    Narrow,
     Overall,
     Paired,
     ReportSummary,
@@ -36,7 +36,6 @@ from voicelab.measure.figures import (
 )
 from voicelab.measure.metrics import TurnFacts, turn_table
 from voicelab.runs.console import print_summary, print_turns
-from voicelab.runs.folder import is_sealed
 from voicelab.runs.synthetic import barge_in_call, plain_call, write_run
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -52,7 +51,7 @@ def _reply_rows(t: TurnFacts) -> int:
 TOY_FIGURE = Figure(
     TOY, "rows", "lower", "event rows of the reply (a toy figure of the catalogue's test)", _reply_rows, "int32",
     summary=(Summary("toy_reply_rows", "sum over turns", lambda s: s.total(TOY), 1000),),
-    views=(Column("toy", 100, justify="right"), Wide("toy rows", 100), Overall("toy reply rows", 100, TOY),
+    views=(Narrow("toy", 100, justify="right"), Wide("toy rows", 100), Overall("toy reply rows", 100, TOY),
            Paired("toy_p50", "toy reply rows p50", "p50", "rows", 100, "+1"),
            Result("toy", "toy reply rows", "toy rows", 100, TOY, "count"),
            ReportSummary("toy rows", 100, TOY), ReportTurn(100)))
@@ -130,7 +129,7 @@ class TestToyFigure:
         catalogue.unregister(TOY)
         try:
             assert TOY not in {f.name for f in catalogue.figures()}
-            assert not [v for kind in (Column, Wide, Overall, Paired, Result) for f, v in views(kind) if f.name == TOY]
+            assert not [v for kind in (Narrow, Wide, Overall, Paired, Result) for f, v in views(kind) if f.name == TOY]
         finally:
             catalogue.register(toy)
 
@@ -180,7 +179,7 @@ def test_the_summary_json_table_names_only_catalogue_keys() -> None:
 def test_names_and_positions_are_unique() -> None:
     names = [f.name for f in catalogue.figures()]
     assert len(names) == len(set(names))
-    for kind in (Column, Wide, Overall, Paired, Result, ReportSummary, ReportTurn):
+    for kind in (Narrow, Wide, Overall, Paired, Result, ReportSummary, ReportTurn):
         ats = [v.at for _, v in views(kind)]
         assert len(ats) == len(set(ats)), kind.__name__
     keys = [s.key for _, s in catalogue.summaries()]
@@ -207,14 +206,14 @@ def test_line_runs_leave_out_what_the_committed_line_runs_do() -> None:
 
 # ---- one writer, one direction ------------------------------------------------------------------------------
 
-def test_the_seal_reads_alike_on_both_sides(tmp_path: Path) -> None:
+def test_a_run_folder_is_finished_once_sealed(tmp_path: Path) -> None:
     run = tmp_path / "r"
     run.mkdir()
-    assert not is_sealed(run) and not is_finished(run)
+    assert not is_finished(run)
     (run / "summary.json").write_text("{}")
-    assert is_sealed(run) and is_finished(run)
+    assert is_finished(run)
     (run / "INCOMPLETE").write_text("")
-    assert not is_sealed(run) and not is_finished(run)
+    assert not is_finished(run)
 
 
 def test_making_the_tables_writes_nothing(tmp_path: Path) -> None:
@@ -234,9 +233,3 @@ def test_analysis_does_not_import_the_runs_package_at_load_time() -> None:
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("voicelab.runs"):
                 bad.append(f"{path.name}: {node.module}")
     assert not bad, bad
-
-
-def test_the_sweep_marks_accuracy_at_the_catalogue_bar() -> None:
-    from voicelab.runs import sweep
-
-    assert sweep.ACCURACY_BAR == catalogue.ACCURACY_BAR

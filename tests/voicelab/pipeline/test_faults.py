@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.voicelab.pipeline.test_pipeline import write_trace
+from voicelab.analysis.tables import is_finished
 from voicelab.cli.common import quiet_pipecat_logs
 from voicelab.fixtures.format import FIXTURES_ROOT
 from voicelab.measure.events import Event, read_events
@@ -21,7 +22,6 @@ from voicelab.pipeline.processors.watchdog import Limits
 from voicelab.pipeline.resources import Resources
 from voicelab.rules.faults import KINDS, Fault, FaultSpecError, outcomes
 from voicelab.runs.calls import run_config
-from voicelab.runs.folder import is_sealed
 
 FAST = Limits(engine_first_snapshot_s=1.0, engine_total_s=5.0, tts_chunk_s=1.0, stt_final_s=1.0)
 
@@ -74,7 +74,7 @@ def test_every_fault_is_handled_and_recorded(replay: tuple[PipelineConfig, Resou
     cfg, res = replay
     quiet_pipecat_logs("ERROR")
     run = run_config(cfg, ["single_question"], tmp_path, resources=res, faults=(Fault.parse(spec),), limits=FAST)
-    assert is_sealed(run)  # the run ended and its folder is whole
+    assert is_finished(run)  # the run ended and its folder is whole
     events = read_events(run / "events.jsonl")
     (row,) = outcomes(events)
     assert row["fault"] == spec.split("@")[0] and row["handled_by"].startswith(EXPECTED[spec]), row

@@ -17,7 +17,7 @@ from pipecat.pipeline.worker import PipelineParams
 from pipecat.tests.utils import SleepFrame, run_test
 
 from voicelab.fixtures.format import FIXTURES_ROOT, load_fixture
-from voicelab.measure.calllog import CallerUtterance, CallLog
+from voicelab.measure.calllog import CallLog, PlayedUtterance
 from voicelab.pipeline.services.stt_pocketsphinx import PocketsphinxSTTService, new_decoder
 from voicelab.pipeline.services.stt_transcript import TranscriptSTTService
 
@@ -75,7 +75,7 @@ async def test_no_transcript_without_speech() -> None:
 async def test_transcript_stt_sends_the_fixture_text_at_the_vad_stop() -> None:
     log = CallLog("c")
     now = log.now_ns()
-    log.utterances.append(CallerUtterance(turn=0, clip_start_ns=now, clip_end_ns=now + 10**9,
+    log.utterances.append(PlayedUtterance(turn=0, clip_start_ns=now, clip_end_ns=now + 10**9,
                                           speech_start_ns=now, speech_end_ns=now + 4 * 10**8, expect=None,
                                           text="what time do you open on saturday"))
     stt = TranscriptSTTService(log, sample_rate=SR)

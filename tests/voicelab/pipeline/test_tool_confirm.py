@@ -22,7 +22,7 @@ from tests.voicelab.pipeline.test_pipeline import write_trace
 from voicelab.cli.common import quiet_pipecat_logs
 from voicelab.fixtures.format import FIXTURES_ROOT, load_fixture
 from voicelab.gate import ToolCall
-from voicelab.measure.calllog import CallerUtterance, CallLog
+from voicelab.measure.calllog import CallLog, PlayedUtterance
 from voicelab.measure.events import EventKind as K
 from voicelab.measure.events import read_events
 from voicelab.measure.metrics import summarize
@@ -213,8 +213,8 @@ async def test_a_held_preemptive_reply_asks_once_released_and_no_engine_answers_
     engine = ReplayEngine(write_trace(tmp_path / "t.jsonl", [(first, CANCEL)], step_ms=2, confidence=0.9))
     log = CallLog("c")
     yes_at = log.now_ns() + 1_500_000_000  # the caller's second utterance starts after the first reply
-    log.utterances += [CallerUtterance(0, 0, 0, 0, 0, None, first),
-                       CallerUtterance(1, yes_at, yes_at, yes_at, yes_at, None, "yes")]
+    log.utterances += [PlayedUtterance(0, 0, 0, 0, 0, None, first),
+                       PlayedUtterance(1, yes_at, yes_at, yes_at, yes_at, None, "yes")]
     llm = _TurnsFromContext(engine, log, preemptive=True, context=LLMContext())
     tools: list[dict[str, Any]] = []
     gate = GateProcessor(log, "pinned", tool_handler=make_tool_handler("confirm", llm, log, tools))

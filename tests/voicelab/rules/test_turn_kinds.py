@@ -12,6 +12,7 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import Any
@@ -70,6 +71,13 @@ def test_the_tables_hold_the_kinds_and_their_help() -> None:
     assert BARGE_IN_KINDS["pause"].models == {turn_kinds.INTERRUPTION_JUDGE}
     with pytest.raises(ValueError, match="not a new name"):
         register(TURN_KINDS["decide"])
+
+
+def test_a_kind_s_own_replay_is_named_as_the_kind() -> None:
+    assert [r.name for k in TURN_KINDS.values() for r in k.bench_replays()] == [
+        "timeout", "smart", "decide", "decide+early"]  # the bench's rows, in order
+    with pytest.raises(ValueError, match="must be named 'toy2'"):
+        replace(TOY, name="toy2").bench_replays()
 
 
 def test_the_models_loaded_are_the_ones_the_kinds_name(monkeypatch: pytest.MonkeyPatch) -> None:

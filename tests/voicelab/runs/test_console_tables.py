@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from voicelab.measure.events import read_events
-from voicelab.measure.figures import Column, Flag, Part, Wide, views
+from voicelab.measure.figures import Flag, Narrow, Part, Wide, views
 from voicelab.measure.metrics import turn_table
 from voicelab.runs.console import (
     _f,
@@ -63,7 +63,7 @@ def test_flags_name_each_defect_present_and_nothing_for_a_clean_turn() -> None:
 
 
 def test_every_wide_column_has_a_home_in_the_narrow_table() -> None:
-    narrow_keys = {"call_id"} | {f.name for view in (Column, Part, Flag) for f, _ in views(view)}
+    narrow_keys = {"call_id"} | {f.name for view in (Narrow, Part, Flag) for f, _ in views(view)}
     assert {f.name for f, _ in views(Wide)} <= narrow_keys
 
 

@@ -20,12 +20,13 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from engines.local.engine import TINY_MODELS
+from voicelab.analysis.tables import is_finished
 from voicelab.cli.app import app
 from voicelab.measure.events import Event, read_events
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.runs import cluster
 from voicelab.runs.calls import run_fixtures
-from voicelab.runs.folder import CONFIG, EVENTS, SUMMARY, RunFolder, is_sealed
+from voicelab.runs.folder import CONFIG, EVENTS, SUMMARY, RunFolder
 from voicelab.runs.ray_dispatch import run_calls_ray
 
 RUN = ["run", "single_question", "--stt", "transcript"]
@@ -121,7 +122,7 @@ def test_two_calls_on_local_ray_make_one_sealed_run_folder(tmp_path: Path) -> No
     finally:
         if ray.is_initialized():
             ray.shutdown()
-    assert is_sealed(root)
+    assert is_finished(root)
     config = json.loads((root / CONFIG).read_text())
     assert config["ray"] == "local" and config["cpus_per_call"] == 1.0 and config["repeat"] == 2
     plan = ["r1-00-single_question", "r2-00-single_question"]

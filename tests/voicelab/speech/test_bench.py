@@ -18,7 +18,7 @@ from voicelab.fixtures.format import FIXTURES_ROOT, load_fixture
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.speech import recogniser_bench as bench
 from voicelab.speech.recogniser_bench import (
-    BenchError,
+    SttBenchError,
     SttRow,
     bench_utterances,
     default_system,
@@ -38,7 +38,7 @@ def test_systems_are_checked() -> None:
     assert parse_systems("whisper, moonshine") == ["whisper", "moonshine"]
     assert parse_systems("whisper-base,whisper-base+lm") == ["whisper-base", "whisper-base+lm"]
     for bad in ("", "whisper,foo", ",", "moonshine+lm"):
-        with pytest.raises(BenchError, match="systems"):
+        with pytest.raises(SttBenchError, match="systems"):
             parse_systems(bad)
 
 
@@ -151,7 +151,7 @@ def test_the_human_groups_are_benched_when_their_folders_exist(tmp_path: Path,
     assert {(u.suite, u.fixture) for u in bench_utterances(groups=["human"])} == {("human", "men"), ("human", "phil")}
     assert {u.suite for u in bench_utterances(groups=["real,human"])} == {"real", "human"}
     assert parse_groups(["synthetic", "real,human"]) == ["synthetic", "real", "human"]
-    with pytest.raises(BenchError, match="--group human-digits: .*none not found"):
+    with pytest.raises(SttBenchError, match="--group human-digits: .*none not found"):
         parse_groups(["human-digits"])
     # a --data folder replaces the default groups, unless fixtures or groups are named too
     assert {u.suite for u in bench_utterances(data=[human])} == {"speech"}

@@ -131,7 +131,7 @@ def test_load_cases_names_a_bad_labels_file(tmp_path: Path) -> None:
 
 
 def test_refs_for_rejects_an_unknown_group() -> None:
-    with pytest.raises(bench.BenchError, match="--group 'nope'"):
+    with pytest.raises(bench.TurnBenchError, match="--group 'nope'"):
         bench.refs_for("nope")
 
 

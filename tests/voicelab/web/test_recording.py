@@ -20,6 +20,7 @@ from tests.voicelab.web.test_browser import CHROMIUM, QUESTION, _engine, _launch
 from tests.web_helpers import ServerThread
 from voicelab.analysis.client_server import RESIDUAL_TOLERANCE_MS, breakdown
 from voicelab.analysis.report import build_report
+from voicelab.analysis.tables import is_finished
 from voicelab.cli.common import quiet_pipecat_logs
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind, read_events
@@ -27,7 +28,7 @@ from voicelab.measure.recording import Track
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.pipeline.resources import ResourcePool
 from voicelab.pipeline.transport.mic_recorder import MicRecorder
-from voicelab.runs.folder import INCOMPLETE, is_sealed
+from voicelab.runs.folder import INCOMPLETE
 from voicelab.web.app import create_app
 from voicelab.web.options import ServeOptions, SessionLimits
 from voicelab.web.recording import LiveRecording, page_message, run_folder_name
@@ -108,7 +109,7 @@ def test_a_live_session_seals_a_run_folder_that_the_report_renders(tmp_path: Pat
                               "bot_onset_ms": 2_850.0 - 10_000.0, "jb_delay_s": 48_000.0, "jb_emitted": 960_000})
     asyncio.run(rec.close(log, mic, bot, "test"))
 
-    assert is_sealed(rec.path)
+    assert is_finished(rec.path)
     s = json.loads((rec.path / "summary.json").read_text())
     assert abs(s["far_ms"]["p50"] - 700.0) <= 6  # onset 2.7 s - the acoustic end 2.0 s in the left channel
     assert s["truth"]["far_abs_diff_ms_p95"] is not None and s["truth"]["far_abs_diff_ms_p95"] <= 6
@@ -154,7 +155,7 @@ def _sealed_runs(runs: Path, before: set[Path], timeout_s: float = 30.0) -> list
     deadline = time.monotonic() + timeout_s
     while True:
         new = sorted(p for p in runs.iterdir() if p.is_dir() and p not in before)
-        if (new and all(is_sealed(p) for p in new)) or time.monotonic() > deadline:
+        if (new and all(is_finished(p) for p in new)) or time.monotonic() > deadline:
             return new
         time.sleep(0.2)
 
@@ -186,7 +187,7 @@ def test_browser_session_leaves_a_run_folder_with_client_server_breakdown(
             browser.close()
     assert served.wait_sessions(0)["sessions"] == 0
     [run] = _sealed_runs(runs, before)
-    assert is_sealed(run), sorted(p.name for p in run.iterdir())
+    assert is_finished(run), sorted(p.name for p in run.iterdir())
 
     config = json.loads((run / "config.json").read_text())
     assert config["live"] is True and "Chrome" in (config["user_agent"] or "")
@@ -243,6 +244,6 @@ def test_a_session_cut_by_the_browser_is_sealed_too(served_recording: tuple[Serv
             browser.close()  # no goodbye, no pc.close(): the server finds out on its own
     assert served.wait_sessions(0, timeout_s=40)["sessions"] == 0
     [run] = _sealed_runs(runs, before)
-    assert is_sealed(run)
+    assert is_finished(run)
     assert json.loads((run / "summary.json").read_text())["turns"] == 0
     assert list((run / "calls").glob("*.wav"))

@@ -2,7 +2,7 @@
 
 `GreetingProcessor` goes between the engine's LLM service and the gate. When the pipeline starts it pushes one
 finished reply of its own: a done `Snapshot` of the greeting text inside `LLMFullResponseStart/EndFrame`, with
-reply turn `GREETING_TURN` (-1, the call-level turn: the metrics answer caller utterances only, so the
+reply turn `GREETING_TURN` (-1, the call-level turn: the figures answer caller utterances only, so the
 greeting never counts as a FAR). The gate releases it like any committed text, Piper speaks it, the speaker
 logs its playout and tells the caller scheduler when it started and ended (`bot_audio_end` of turn 0 is the
 greeting's end), and the assistant aggregator keeps it in the context.

@@ -23,7 +23,7 @@ from pipecat.transports.base_transport import TransportParams
 
 from voicelab.fixtures.format import Fixture
 from voicelab.fixtures.schedule import CallerScheduler
-from voicelab.measure.calllog import CallerUtterance, CallLog
+from voicelab.measure.calllog import CallLog, PlayedUtterance
 from voicelab.measure.events import EventKind
 from voicelab.measure.recording import CallRecorder
 from voicelab.pcm import to_int16
@@ -139,7 +139,7 @@ class FixturePlayerInput(BaseInputTransport):
         audio = self._clips[turn]
         self._playing.append(_Playing(turn, start, audio))
         ns = 1_000_000_000 / self.sr
-        self.log.add_utterance(CallerUtterance(
+        self.log.add_utterance(PlayedUtterance(
             turn=turn, clip_start_ns=int(start * ns), clip_end_ns=int((start + audio.size) * ns),
             speech_start_ns=int((start + t.speech_onset_s * self.sr) * ns),
             speech_end_ns=int((start + t.speech_offset_s * self.sr) * ns),

@@ -26,6 +26,7 @@ from pipecat.audio.vad.vad_analyzer import VADAnalyzer, VADParams
 from pipecat.utils.env import env_truthy
 
 from engines.decision.model import DecisionModel
+from voicelab.pcm import SAMPLE_RATE
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.pipeline.turns.barge_in_strategy import default_judge, model_judges
 from voicelab.rules.barge_in import Judge
@@ -85,7 +86,7 @@ class TurnModels:
             if self._smart_turn is None:
                 analyzer = LocalSmartTurnAnalyzerV3()
                 # onnxruntime's first run is slow: pay it here, not in a caller's first turn end
-                analyzer._predict_endpoint(np.zeros(16000, dtype=np.float32))
+                analyzer._predict_endpoint(np.zeros(SAMPLE_RATE, dtype=np.float32))  # one second
                 self._smart_turn = analyzer._session
             return self._smart_turn
 

@@ -12,24 +12,17 @@ turn, backchannels aside, whose speech ended at or before the stretch's onset; b
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from voicelab.measure import onset
 
-
-@dataclass(frozen=True)
-class Said:
-    """A caller utterance's ground truth on the call clock (seconds)."""
-
-    turn: int
-    speech_start_s: float
-    speech_end_s: float
-    expect: str | None = None
+if TYPE_CHECKING:  # typing only: the caller utterances' ground truth, seconds on the call clock
+    from voicelab.measure.truth import Utterance
 
 
-def reply_turn(said: Sequence[Said], t_s: float) -> int:
+def reply_turn(said: Sequence[Utterance], t_s: float) -> int:
     """The caller turn an agent onset at t_s answers (-1: the greeting)."""
     turn = -1
     for u in said:
@@ -38,7 +31,7 @@ def reply_turn(said: Sequence[Said], t_s: float) -> int:
     return turn
 
 
-def reply_spans(bot: np.ndarray, sr: int, said: Sequence[Said]) -> dict[int, list[tuple[float, float]]]:
+def reply_spans(bot: np.ndarray, sr: int, said: Sequence[Utterance]) -> dict[int, list[tuple[float, float]]]:
     """The agent's speech stretches (onset, last audible sample), grouped by the turn they answer."""
     out: dict[int, list[tuple[float, float]]] = {}
     for on, off in onset.segments(bot, sr):
@@ -46,7 +39,7 @@ def reply_spans(bot: np.ndarray, sr: int, said: Sequence[Said]) -> dict[int, lis
     return out
 
 
-def talk_over_ms(bot: np.ndarray, sr: int, said: Sequence[Said]) -> dict[int, float]:
+def talk_over_ms(bot: np.ndarray, sr: int, said: Sequence[Utterance]) -> dict[int, float]:
     """Per caller turn: milliseconds of its true speech during which the agent was audible (10 ms windows
     above the gate, 1 ms hops)."""
     active = onset.active_windows(bot, sr)
@@ -58,7 +51,7 @@ def talk_over_ms(bot: np.ndarray, sr: int, said: Sequence[Said]) -> dict[int, fl
     return out
 
 
-def silence_stops(bot: np.ndarray, sr: int, said: Sequence[Said], silence_s: float,
+def silence_stops(bot: np.ndarray, sr: int, said: Sequence[Utterance], silence_s: float,
                   grace_s: float) -> dict[int, float]:
     """Backchannel turns on which the agent fell silent: {turn: time of its last audible sample}.
 
