@@ -33,6 +33,7 @@ from typer.testing import CliRunner
 import tests.voicelab.rules.toy_turn_kind as toy_module
 import voicelab.pipeline.resources as resources
 from engines.decision.model import Decision
+from tests.virtual_loop import VirtualLoop
 from tests.voicelab.rules.toy_turn_kind import TOY, ToyTurnEndReplay, ToyTurnEndStopStrategy
 from tests.voicelab.turnbench.test_cli import _app, _turn_doc
 from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
@@ -148,24 +149,6 @@ def test_voicelab_bench_turns_rows_include_the_toy(toy: turn_kinds.TurnKind, mon
 
 
 # ---- one event sequence through the pipecat strategy and the bench replay -------------------------------------
-
-
-class VirtualLoop(asyncio.SelectorEventLoop):
-    """An event loop on a virtual clock: with nothing ready, time jumps to the next timer."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._now = 0.0
-
-    def time(self) -> float:
-        return self._now
-
-    def _run_once(self) -> None:
-        ready = getattr(self, "_ready")  # noqa: B009 - the base loop's own queues
-        scheduled = getattr(self, "_scheduled")  # noqa: B009
-        if not ready and scheduled:
-            self._now = max(self._now, scheduled[0].when())
-        super()._run_once()  # type: ignore[misc]
 
 
 def _play(make: Callable[[], Any], frames: list[tuple[float, Frame]], module: ModuleType,

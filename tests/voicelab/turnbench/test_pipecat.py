@@ -41,6 +41,7 @@ from pipecat.turns.user_stop.turn_analyzer_user_turn_stop_strategy import TurnAn
 from pipecat.utils.asyncio.task_manager import TaskManager, TaskManagerParams
 
 from engines.decision.model import Decision
+from tests.virtual_loop import VirtualLoop
 from voicelab.pipeline.turns import turn_end_strategy
 from voicelab.pipeline.turns.turn_end_strategy import DecideTurnEndStopStrategy
 from voicelab.pipeline.turns.turn_models import SharedSmartTurnAnalyzer
@@ -51,24 +52,6 @@ from voicelab.turnbench.scores import Models, score_turn, trace_of
 
 CASES = ("g0000", "g0003", "g0005", "g0010")
 TEXT_P = 0.9  # the fake decision model's P(complete) on any words
-
-
-class VirtualLoop(asyncio.SelectorEventLoop):
-    """An event loop on a virtual clock: with nothing ready, time jumps to the next timer."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._now = 0.0
-
-    def time(self) -> float:
-        return self._now
-
-    def _run_once(self) -> None:
-        ready = getattr(self, "_ready")  # noqa: B009 - the base loop's own queues
-        scheduled = getattr(self, "_scheduled")  # noqa: B009
-        if not ready and scheduled:
-            self._now = max(self._now, scheduled[0].when())
-        super()._run_once()  # type: ignore[misc]
 
 
 class InlineSmartTurn(SharedSmartTurnAnalyzer):
