@@ -3,7 +3,8 @@
 Input: a run folder, or a folder of runs (a matrix or a sweep). Sections:
 1. the summary of each configuration (with the measurement-truth verdict);
 2. FAR distribution per configuration (box plot with every turn as a dot);
-3. stacked FAR breakdown (median of each part per configuration; per turn when there is one run);
+3. stacked FAR breakdown (median of each part per configuration; per turn when there is one run), endpointing
+   drawn as its parts (VAD stop, final reading, rule wait) where the tables have them;
 4. for each run shown in detail: a waterfall timeline per turn (caller speech, VAD, turn end, STT, engine
    steps, commits, TTS, playout, what the recording shows), the denoising canvas heatmap of the first replies
    (position x step: masked, tentative, committed, spoken; revisions marked), and the per-turn table.
@@ -123,15 +124,39 @@ def far_distribution(runs: Sequence[RunData]) -> Figure | None:
     return fig
 
 
-def _parts() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The stacked parts (the FAR's critical path) and their colours: the catalogue's `ReportPart` views."""
+def _split(t: pd.DataFrame, whole: str, parts: Sequence[str]) -> bool:
+    """Whether this table can draw `whole` as its parts: it has their columns, and every turn with a `whole`
+    value has all its parts (a run folder from before the split has only the whole)."""
+    if not parts or any(p not in t.columns for p in parts):
+        return False
+    has = t[whole].notna() if whole in t.columns else pd.Series(False, index=t.index)
+    return bool(t.loc[has, list(parts)].notna().all(axis=None))
+
+
+def breakdown_parts(tables: Sequence[pd.DataFrame]) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """The stacked bars of the FAR breakdown (its critical path) for these per-turn tables: columns, colours and
+    legend labels, from the catalogue's `ReportPart` views. A bar whose figure has `ReportPart` parts of its own
+    (endpointing: VAD stop, final reading, rule wait) is drawn as them when every table has them, else whole."""
     found = views(ReportPart)
-    return tuple(f.name for f, _ in found), tuple(p.colour for _, p in found)
+    names = {f.name for f, _ in found}
+    subs: dict[str, list[tuple[Any, ReportPart]]] = {}
+    for f, v in found:
+        if f.part_of in names:
+            subs.setdefault(f.part_of, []).append((f, v))
+    chosen: list[tuple[Any, ReportPart]] = []
+    for f, v in found:
+        if f.part_of in names:
+            continue
+        mine = subs.get(f.name, [])
+        split = bool(mine) and all(_split(t, f.name, [g.name for g, _ in mine]) for t in tables)
+        chosen += mine if split else [(f, v)]
+    return (tuple(f.name for f, _ in chosen), tuple(v.colour for _, v in chosen),
+            tuple(v.label or f.name.removesuffix("_ms").replace("_", " ") for f, v in chosen))
 
 
 def breakdown_plot(runs: Sequence[RunData]) -> Figure | None:
     """Stacked bars of the FAR parts: medians per configuration, or every turn of a single run."""
-    parts, colours = _parts()
+    parts, colours, names = breakdown_parts([_answered(r.turns) for r in runs])
     if len(runs) == 1:
         t = _answered(runs[0].turns).dropna(subset=["far_ms"])
         labels = [f"{c}/{k}" for c, k in zip(t["call_id"], t["turn"], strict=True)]
@@ -154,9 +179,9 @@ def breakdown_plot(runs: Sequence[RunData]) -> Figure | None:
     ax = fig.subplots()
     y = np.arange(len(labels))
     left = np.zeros(len(labels))
-    for i, p in enumerate(parts):
-        v = np.clip(np.array(values[i], dtype=float), 0, None)
-        ax.barh(y, v, left=left, color=colours[i], label=p.removesuffix("_ms").replace("_", " "))
+    for vals, colour, name in zip(values, colours, names, strict=True):
+        v = np.clip(np.array(vals, dtype=float), 0, None)
+        ax.barh(y, v, left=left, color=colour, label=name)
         left += v
     ax.scatter(far, y, marker="|", s=200, color="black", zorder=3, label="FAR" if len(runs) == 1 else "median FAR")
     ax.set_yticks(y, labels, fontsize=8)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from voicelab.gate import ShaperParams
 from voicelab.measure.events import Event, EventKind, EventLogError, read_events
 from voicelab.measure.figures import figures
 from voicelab.measure.metrics import summarize, turn_table
@@ -361,11 +362,16 @@ def flatten(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def config_label(config: Mapping[str, Any]) -> str:
-    """'engine / sampler / policy' plus shaper settings that differ from the defaults, for legends."""
+    """'engine / sampler / policy' plus the shaper settings that differ from the defaults (`ShaperParams`), for
+    titles and legends: `diffusion / threshold / pinned`, `diffusion / threshold / pinned / max_words=20`. Only
+    the title: the run's id and its config.json keep every setting."""
     parts = [str(config.get(k)) for k in ("engine", "sampler", "policy") if config.get(k) is not None]
     shaper = config.get("shaper")
-    if isinstance(shaper, Mapping) and shaper:
-        parts.append(",".join(f"{k}={v}" for k, v in sorted(shaper.items())))
+    if isinstance(shaper, Mapping):
+        defaults = {f.name: f.default for f in fields(ShaperParams)}
+        changed = {k: v for k, v in shaper.items() if k not in defaults or v != defaults[k]}
+        if changed:
+            parts.append(",".join(f"{k}={v}" for k, v in sorted(changed.items())))
     return " / ".join(parts) if parts else "run"
 
 

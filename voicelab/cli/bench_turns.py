@@ -21,6 +21,12 @@ def bench_turns(
         "--strategy", help="a strategy of your own, MODULE:ATTRIBUTE (see docs/turn-bench.md); repeatable")] = None,
     out: Annotated[Path | None, typer.Option(
         "--out", help="output folder: turn_bench.json (every figure, curve and case), turn_bench.png")] = None,
+    plot: Annotated[Path | None, typer.Option(
+        "--plot", help="draw the --curve strategies' curves on the group benched (--group, or the first) to "
+                       "PATH (.png or .svg): a line at 5 % false cut-offs, each curve's dead air there, the "
+                       "words ceiling where computed, eot-bench's published points for orientation")] = None,
+    curve: Annotated[list[str] | None, typer.Option(
+        "--curve", help="a strategy to draw with --plot (repeat the option; default: every strategy benched)")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print one JSON object per strategy")] = False,
     group: Annotated[str | None, typer.Option(
         "--group", help="bench one group only and print its rows: generated, human, human-read, bundled, real")] = None,
@@ -45,11 +51,19 @@ def bench_turns(
         fail("--limit must be at least 1")
     if resamples < 0:
         fail("--resamples must be >= 0")
+    if plot is not None and plot.suffix.lower() not in bench.PLOT_SUFFIXES:
+        fail(f"--plot {plot}: expected a .png or .svg file")
+    if curve and plot is None:
+        fail("--curve chooses the curves of --plot: give --plot PATH too")
     if group is not None and fixtures:
         fail("--group and --fixtures exclude each other (your fixtures are group user)")
     t_start = time.monotonic()
     try:
         strategies = bench.all_strategies(strategy or ())
+        names = [s.name for s in strategies]
+        for c in curve or ():
+            if c not in names:
+                fail(f"--curve {c!r}: not a strategy benched here (expected one of {', '.join(names)})")
         if fixtures:
             refs = bench.fixture_refs(fixtures, {}, "user")
         else:
@@ -72,6 +86,13 @@ def bench_turns(
         (out / "turn_bench.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
         bench.plot(result, out / "turn_bench.png")
         console.print(f"wrote {out / 'turn_bench.json'} and {out / 'turn_bench.png'}")
+    if plot is not None:
+        plot.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            bench.plot_curves(result, plot, curve, group)
+        except bench.TurnBenchError as e:
+            fail(str(e))
+        console.print(f"wrote {plot}")
     if json_out:
         typer.echo(json.dumps(summary, indent=1))
         return

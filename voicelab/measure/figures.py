@@ -158,10 +158,13 @@ class ReportLineTurn:
 
 @dataclass(frozen=True)
 class ReportPart:
-    """A bar of the HTML report's stacked FAR breakdown, in this colour."""
+    """A bar of the HTML report's stacked FAR breakdown, in this colour, named `label` in its legend (empty: the
+    figure's name). A figure `part_of` another bar's figure splits that bar where the run's table has every such
+    part (run folders written before a split have only the whole bar); `at` orders it within that bar."""
 
     colour: str
     at: int
+    label: str = ""
 
 
 View = Narrow | Part | Flag | Wide | Overall | Paired | Result | ReportSummary | ReportTurn | ReportLineTurn | ReportPart
@@ -453,18 +456,21 @@ _CATALOGUE: list[Figure] = [
     Figure("vad_stop_ms", "ms", "lower", "of endpointing: caller speech end -> the VAD's last stop before the turn end",
            lambda t: t.path["vad_stop_ms"], "float64", part_of="endpointing_ms",
            summary=_median_summary("vad_stop", 35),
-           views=(Part("vad", 0), Result("vad_stop", "endpointing part: VAD stop", "VAD stop ms", 3,
-                                         "far_breakdown_ms.vad_stop", "median"))),
+           views=(Part("vad", 0), ReportPart("#c6cde6", 0, "VAD stop"),
+                  Result("vad_stop", "endpointing part: VAD stop", "VAD stop ms", 3, "far_breakdown_ms.vad_stop",
+                         "median"))),
     Figure("stt_final_wait_ms", "ms", "lower", "of endpointing: the VAD stop -> the final reading, when it came later",
            lambda t: t.path["stt_final_wait_ms"], "float64", part_of="endpointing_ms",
            summary=_median_summary("stt_final_wait", 36),
-           views=(Part("final", 1), Result("stt_final_wait", "endpointing part: wait for the final reading",
-                                           "final reading ms", 4, "far_breakdown_ms.stt_final_wait", "median"))),
+           views=(Part("final", 1), ReportPart("#8da0cb", 1, "final reading"),
+                  Result("stt_final_wait", "endpointing part: wait for the final reading", "final reading ms", 4,
+                         "far_breakdown_ms.stt_final_wait", "median"))),
     Figure("rule_wait_ms", "ms", "lower", "of endpointing: the final reading (or the VAD stop) -> the turn rule's end",
            lambda t: t.path["rule_wait_ms"], "float64", part_of="endpointing_ms",
            summary=_median_summary("rule_wait", 37),
-           views=(Part("rule", 2), Result("rule_wait", "endpointing part: turn rule's wait", "rule wait ms", 5,
-                                          "far_breakdown_ms.rule_wait", "median"))),
+           views=(Part("rule", 2), ReportPart("#5a6ea8", 2, "rule wait"),
+                  Result("rule_wait", "endpointing part: turn rule's wait", "rule wait ms", 5,
+                         "far_breakdown_ms.rule_wait", "median"))),
     Figure("stt_ms", "ms", "lower", "turn_end -> llm_request (stt_final when no llm_request)",
            lambda t: t.path["stt_ms"], "float64", part_of="far_ms", summary=_median_summary("stt", 31),
            views=(Part("stt", 1), Wide("stt", 5), ReportTurn(6), ReportPart("#66c2a5", 1),

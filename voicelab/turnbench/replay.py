@@ -43,10 +43,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from voicelab.pcm import SAMPLE_RATE as SR  # the name the bench's modules import
 from voicelab.rules.turn_end import DecideTurnEnd, TurnThresholds
 from voicelab.rules.turn_kinds import TURN_KINDS
 
-SR = 16000
 WINDOW = 512  # Silero's window at 16 kHz
 WINDOW_S = WINDOW / SR
 FRAME = 320  # the pipeline's 20 ms audio frames

@@ -21,6 +21,8 @@ from matplotlib.figure import Figure
 
 from voicelab.fixtures.format import FIXTURES_ROOT, discover, list_names, select
 from voicelab.turnbench import curve as cv
+from voicelab.turnbench.anchors import CUTOFF_RATE as ANCHOR_RATE
+from voicelab.turnbench.anchors import EOT_BENCH_AT_5, SOURCE
 from voicelab.turnbench.audio import CaseAudio, fixture_cases, render_barge, render_turn, spec_key
 from voicelab.turnbench.bargein import replay_barge, summarise
 from voicelab.turnbench.cases import CACHE_ROOT, BargeCase, TurnCase, load_corpus
@@ -346,9 +348,11 @@ def _panel(ax: Any, result: dict[str, Any], g: str) -> None:
         pts = sorted((p["false_cutoff_rate"] * 100, p["dead_air_p50_ms"]) for p in ceiling["curve"])
         xs, ys = zip(*pts, strict=True)
         ax.step(xs, ys, ":", color="black", where="post", label="words ceiling (perfect words, no hesitation cue)")
-    for name, ms in (("LiveKit v1", 543), ("smart-turn v3.2", 1051), ("Deepgram Flux", 1151), ("VAD only", 1600)):
-        ax.plot([5], [ms], "x", color="grey")
-        ax.annotate(f"eot-bench: {name}", (5, ms), textcoords="offset points", xytext=(4, 2), fontsize=7, color="grey")
+    for i, a in enumerate(EOT_BENCH_AT_5):
+        ax.plot([ANCHOR_RATE * 100], [a.dead_air_ms], "x", color="grey")
+        ax.annotate(f"eot-bench: {a.name}", (ANCHOR_RATE * 100, a.dead_air_ms), textcoords="offset points",
+                    xytext=(4, 2) if i % 2 == 0 else (-4, 2), ha="left" if i % 2 == 0 else "right",
+                    fontsize=7, color="grey")
     ax.set_xlabel("false cut-offs (% of mid-turn pauses)")
     ax.set_ylabel("dead air after the true end of speech, median (ms)")
     ax.set_xlim(0, 100)
@@ -357,6 +361,85 @@ def _panel(ax: Any, result: dict[str, Any], g: str) -> None:
     ax.set_title(f"voicelab bench turns: {g} ({result['groups'].get(g, {}).get('pauses', 0)} pauses, "
                  f"{result['groups'].get(g, {}).get('ends', 0)} ends); dots: shipped settings", fontsize=9)
     ax.legend(fontsize=7)
+
+
+PLOT_SUFFIXES = (".png", ".svg")
+
+
+def curve_names(result: dict[str, Any]) -> list[str]:
+    """The strategies benched in `result`, in order: the names `--curve` may give."""
+    return [e["strategy"] for e in result["strategies"]]
+
+
+def plot_curves(result: dict[str, Any], path: Path, curves: Sequence[str] | None = None,
+                group: str | None = None) -> list[str]:
+    """`--plot PATH`: the chosen strategies' curves on one group (pass times removed), a line at 5 % false
+    cut-offs with each curve's dead air there (`dead_air_p50_ms_at["5%"]`, as the tables read it), the words
+    ceiling where the bench computed it for the group, and eot-bench's published 5 % points as labelled
+    orientation. Returns the legend's labels, in order."""
+    if path.suffix.lower() not in PLOT_SUFFIXES:
+        raise TurnBenchError(f"--plot {path}: expected a .png or .svg file")
+    names = curve_names(result)
+    chosen = list(dict.fromkeys(curves)) if curves else names
+    unknown = [c for c in chosen if c not in names]
+    if unknown:
+        raise TurnBenchError(f"--curve {unknown[0]!r}: not a strategy benched here ({', '.join(names)})")
+    g = group if group is not None else summary_groups(result)[0]
+    if g not in result["groups"]:
+        raise TurnBenchError(f"--plot: group {g!r} was not benched")
+    level = cv.level_key(ANCHOR_RATE)
+    x5 = ANCHOR_RATE * 100
+    fig = Figure(figsize=(8, 6))  # the object API: no pyplot state, no display backend
+    ax = fig.subplots()
+    ax.axvline(x5, color="grey", lw=0.8, ls="--", label=f"{x5:.0f} % false cut-offs")
+    tops = [3500.0]
+    by_name = {e["strategy"]: e for e in result["strategies"]}
+    for name in chosen:
+        e = by_name[name]
+        color = f"C{names.index(name)}"
+        rep = e["groups"][g]["passes_removed"]
+        pts = sorted((p["false_cutoff_rate"] * 100, p["dead_air_p50_ms"]) for p in rep["curve"]
+                     if p["dead_air_p50_ms"] is not None)
+        if pts:
+            xs, ys = zip(*pts, strict=True)
+            ax.step(xs, ys, "-", color=color, where="post", label=f"{name} ({e['knob']} swept)")
+        at5 = rep["dead_air_p50_ms_at"][level]
+        if at5 is None:
+            ax.plot([], [], "o", color=color, label=f"{name}: no setting reaches {x5:.0f} %")
+        else:
+            ax.plot([x5], [at5], "o", color=color, ms=7, label=f"{name} at {x5:.0f} %: {fmt_ms(at5)} ms")
+            tops.append(at5)
+    ceiling = result.get("words_ceiling")
+    if ceiling is not None and g == "generated":
+        pts = sorted((p["false_cutoff_rate"] * 100, p["dead_air_p50_ms"]) for p in ceiling["curve"])
+        xs, ys = zip(*pts, strict=True)
+        at5 = ceiling["dead_air_p50_ms_at"][level]
+        ax.step(xs, ys, ":", color="black", where="post",
+                label="words ceiling (perfect words, no hesitation cue)"
+                      + ("" if at5 is None else f": {fmt_ms(at5)} ms at {x5:.0f} %"))
+        if at5 is not None:
+            ax.plot([x5], [at5], "s", color="black", ms=5)
+    else:
+        ax.plot([], [], " ", label=f"words ceiling: not computed for {g} (generated corpus only)")
+    for i, a in enumerate(EOT_BENCH_AT_5):
+        ax.plot([x5], [a.dead_air_ms], "x", color="grey", ms=6)
+        ax.annotate(a.name, (x5, a.dead_air_ms), textcoords="offset points", fontsize=7, color="dimgrey",
+                    xytext=(5, 0) if i % 2 == 0 else (-5, 0), ha="left" if i % 2 == 0 else "right", va="center")
+        tops.append(a.dead_air_ms)
+        ax.plot([], [], "x", color="grey", label=f"eot-bench: {a.name}, {a.dead_air_ms:.0f} ms at {x5:.0f} %")
+    ax.plot([], [], " ", label=f"x: {SOURCE};\nanother dataset (eot-bench's own calls): orientation,\n"
+                               "not a comparison on the same data")
+    ax.set_xlabel("false cut-offs (% of mid-turn pauses)")
+    ax.set_ylabel("dead air after the true end of speech, median (ms)")
+    ax.set_xlim(0, 25)
+    ax.set_ylim(0, min(max(tops) * 1.1, 6000))  # a point above it is still in the legend, with its figure
+    ax.grid(alpha=0.3)
+    grp = result["groups"][g]
+    ax.set_title(f"voicelab bench turns: {g} ({grp['pauses']} pauses, {grp['ends']} ends); "
+                 "model pass times removed", fontsize=9)
+    legend = ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    return [t.get_text() for t in legend.get_texts()]
 
 
 def strip_private(result: dict[str, Any]) -> dict[str, Any]:

@@ -102,3 +102,13 @@ def test_not_a_run_folder(tmp_path: Path) -> None:
     (tmp_path / "events.jsonl").write_text('{"call_id": 1}\n')
     with pytest.raises(AnalysisError, match=r"events.jsonl:1: .*call_id"):
         load_run(tmp_path)
+
+
+def test_config_label_names_only_the_shaper_settings_that_differ() -> None:
+    shaper = {"first_chunk_short": True, "first_min_words": 2, "max_hold_ms": 250.0, "max_words": 14, "min_words": 4}
+    config = {"engine": "diffusion", "sampler": "threshold", "policy": "pinned", "shaper": shaper}
+    assert analysis.config_label(config) == "diffusion / threshold / pinned"
+    config["shaper"] = {**shaper, "max_words": 20}
+    assert analysis.config_label(config) == "diffusion / threshold / pinned / max_words=20"
+    config["shaper"] = {**shaper, "first_chunk_short": False, "max_hold_ms": 0.0}
+    assert analysis.config_label(config) == "diffusion / threshold / pinned / first_chunk_short=False,max_hold_ms=0.0"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -10,8 +11,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from voicelab.analysis import load_run
-from voicelab.analysis.report import CANVAS_STATES, build_report, canvas_matrix
+from voicelab.analysis import RunData, load_run
+from voicelab.analysis.report import CANVAS_STATES, breakdown_plot, build_report, canvas_matrix
 from voicelab.cli import report as report_cli
 from voicelab.runs import synthetic
 
@@ -59,6 +60,30 @@ def test_report_over_a_folder_of_runs(tmp_path: Path) -> None:
     page = build_report(tmp_path / "m", detail_runs=1).read_text(encoding="utf-8")
     assert "diffusion / low_confidence / prefix" in page and "diffusion / low_confidence / final" in page
     assert "1 more runs summarised above" in page
+
+
+def _bars(run: RunData) -> tuple[list[str], list[float]]:
+    """The FAR breakdown's legend (without the FAR tick) and each turn's stacked total."""
+    fig = breakdown_plot([run])
+    assert fig is not None
+    ax = fig.axes[0]
+    legend = [t.get_text() for t in ax.get_legend().get_texts() if "FAR" not in t.get_text()]
+    ends: dict[float, float] = {}
+    for bar in ax.patches:
+        y = round(bar.get_y(), 3)
+        ends[y] = max(ends.get(y, 0.0), bar.get_x() + bar.get_width())
+    return legend, [ends[y] for y in sorted(ends)]
+
+
+def test_breakdown_splits_endpointing_where_the_table_has_its_parts(tmp_path: Path) -> None:
+    run = load_run(synthetic.write_run(tmp_path, calls=[synthetic.plain_call()]))
+    legend, totals = _bars(run)
+    assert legend[:3] == ["VAD stop", "final reading", "rule wait"] and "endpointing" not in legend
+    assert legend[3:] == ["stt", "engine first commit", "gate to tts", "tts first audio", "playout"]
+    old = dataclasses.replace(run, turns=run.turns.drop(columns=["vad_stop_ms", "stt_final_wait_ms", "rule_wait_ms"]))
+    old_legend, old_totals = _bars(old)  # a run folder from before the split: one endpointing bar
+    assert old_legend == ["endpointing", *legend[3:]]
+    assert totals == pytest.approx(old_totals)  # the same critical path either way
 
 
 def test_canvas_states_follow_the_gate_and_playout(tmp_path: Path) -> None:

@@ -95,3 +95,48 @@ def test_bench_turns_on_a_users_fixtures(tmp_path: Path) -> None:
     rows = {r["strategy"]: r for r in json.loads(res.stdout)}
     decide = rows["decide"]["at_default"]
     assert decide["pauses"] == 5 and decide["false_cutoffs"] == 0  # the JFK caller's pauses are waited out
+
+
+def test_bench_turns_plot_two_curves(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`--plot x.png --curve timeout --curve decide`: those two curves, their 5 % points, the words ceiling,
+    eot-bench's anchors marked as another dataset; an unknown curve or suffix is a one-line error."""
+    from voicelab.turnbench.anchors import EOT_BENCH_AT_5
+
+    rng = np.random.default_rng(1)
+    docs = [_turn_doc(i, float(rng.random()), float(rng.random()), float(rng.uniform(0.2, 2.5))) for i in range(12)]
+    monkeypatch.setattr(bench, "load_scores", lambda *_, **__: docs)
+    monkeypatch.setattr(bench, "bundled_refs", lambda: [])
+    monkeypatch.setattr(bench, "generated_refs", lambda limit=None, barge=True: ["scores faked"])
+    results: list[dict[str, Any]] = []
+    run_bench = bench.run_bench
+    monkeypatch.setattr(bench, "run_bench", lambda *a, **k: results.append(run_bench(*a, **k)) or results[-1])
+    png = tmp_path / "x.png"
+    res = CliRunner().invoke(_app(), ["bench-turns", "--group", "generated", "--resamples", "0",
+                                      "--plot", str(png), "--curve", "timeout", "--curve", "decide"])
+    assert res.exit_code == 0, res.output
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+    result = results[0]
+    labels = bench.plot_curves(result, tmp_path / "x.svg", ["timeout", "decide"])
+    assert (tmp_path / "x.svg").stat().st_size > 0
+    curves = [lb for lb in labels if lb.endswith("swept)")]
+    assert [c.split(" (")[0] for c in curves] == ["timeout", "decide"]
+    for name in ("timeout", "decide"):  # each curve's point at 5 %, the figure the bench reports
+        at5 = next(e for e in result["strategies"] if e["strategy"] == name)["groups"]["generated"][
+            "passes_removed"]["dead_air_p50_ms_at"]["5%"]
+        assert f"{name} at 5 %: {bench.fmt_ms(at5)} ms" in labels or f"{name}: no setting reaches 5 %" in labels
+    assert not any(lb.startswith(("smart", "decide+early")) for lb in labels)
+    assert [lb.split(": ")[1].split(",")[0] for lb in labels if lb.startswith("eot-bench: ")] == [
+        "LiveKit turn detector v1", "Baton", "Soniox", "smart-turn v3.2", "Deepgram Flux", "silence-only"]
+    assert [a.dead_air_ms for a in EOT_BENCH_AT_5] == [543, 577, 647, 1051, 1151, 1600]
+    assert any("another dataset" in lb and "not a comparison" in lb for lb in labels)
+    assert any(lb.startswith("words ceiling (") for lb in labels)
+    no_ceiling = bench.plot_curves({**result, "words_ceiling": None}, tmp_path / "y.png", ["decide"])
+    assert "words ceiling: not computed for generated (generated corpus only)" in no_ceiling
+
+    for args, what in ((["--curve", "nope"], "--curve 'nope'"), (["--curve", "decide"], None)):
+        plot = ["--plot", str(tmp_path / ("z.png" if what else "z.pdf"))]
+        res = CliRunner().invoke(_app(), ["bench-turns", "--group", "generated", *plot, *args])
+        assert res.exit_code == 2
+        assert res.output.count("\n") == 1 and res.output.startswith("error: ")
+        assert (what or "--plot") in res.output
