@@ -3,6 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
+
+from pipecat.clocks.system_clock import SystemClock
+from pipecat.processors.frame_processor import FrameProcessorSetup
+from pipecat.utils.asyncio.task_manager import TaskManager, TaskManagerParams
+
+from voicelab.pcm import SAMPLE_RATE
 
 
 class VirtualLoop(asyncio.SelectorEventLoop):
@@ -21,3 +28,20 @@ class VirtualLoop(asyncio.SelectorEventLoop):
         if not ready and scheduled:
             self._now = max(self._now, scheduled[0].when())
         super()._run_once()  # type: ignore[misc]
+
+
+async def started(strategy: Any, loop: VirtualLoop) -> list[float]:
+    """Set up a pipecat user-turn stop strategy on `loop` and open a user turn; the returned list gets the
+    virtual time of each turn end the strategy declares."""
+    tm = TaskManager()
+    tm.setup(TaskManagerParams(loop=loop))
+    await strategy.setup(FrameProcessorSetup(clock=SystemClock(), task_manager=tm, pipeline_worker=None,  # type: ignore[arg-type]
+                                             audio_in_sample_rate=SAMPLE_RATE))
+    ended: list[float] = []
+
+    async def on_stopped(*_: Any) -> None:
+        ended.append(loop.time())
+
+    strategy.add_event_handler("on_user_turn_stopped", on_stopped)
+    await strategy.handle_user_turn_started()
+    return ended

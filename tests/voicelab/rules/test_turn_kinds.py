@@ -19,21 +19,18 @@ from typing import Any
 
 import numpy as np
 import pytest
-from pipecat.clocks.system_clock import SystemClock
 from pipecat.frames.frames import (
     Frame,
     TranscriptionFrame,
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
-from pipecat.processors.frame_processor import FrameProcessorSetup
-from pipecat.utils.asyncio.task_manager import TaskManager, TaskManagerParams
 from typer.testing import CliRunner
 
 import tests.voicelab.rules.toy_turn_kind as toy_module
 import voicelab.pipeline.resources as resources
 from engines.decision.model import Decision
-from tests.virtual_loop import VirtualLoop
+from tests.virtual_loop import VirtualLoop, started
 from tests.voicelab.rules.toy_turn_kind import TOY, ToyTurnEndReplay, ToyTurnEndStopStrategy
 from tests.voicelab.turnbench.test_cli import _app, _turn_doc
 from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
@@ -165,18 +162,8 @@ def _play(make: Callable[[], Any], frames: list[tuple[float, Frame]], module: Mo
     monkeypatch.setattr(turn_end_strategy.asyncio, "to_thread", inline)  # no executor thread on a virtual clock
 
     async def run() -> float | None:
-        tm = TaskManager()
-        tm.setup(TaskManagerParams(loop=loop))
         strategy = make()
-        await strategy.setup(FrameProcessorSetup(clock=SystemClock(), task_manager=tm, pipeline_worker=None,  # type: ignore[arg-type]
-                                                 audio_in_sample_rate=16000))
-        ended: list[float] = []
-
-        async def on_stopped(*_: Any) -> None:
-            ended.append(loop.time())
-
-        strategy.add_event_handler("on_user_turn_stopped", on_stopped)
-        await strategy.handle_user_turn_started()
+        ended = await started(strategy, loop)
         try:
             for t, frame in frames:
                 await asyncio.sleep(max(0.0, t - loop.time()))

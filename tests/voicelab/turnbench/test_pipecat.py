@@ -28,20 +28,18 @@ from pipecat.audio.turn.base_turn_analyzer import EndOfTurnState
 from pipecat.audio.turn.smart_turn import base_smart_turn
 from pipecat.audio.vad.silero import SileroVADAnalyzer
 from pipecat.audio.vad.vad_analyzer import VADParams, VADState
-from pipecat.clocks.system_clock import SystemClock
 from pipecat.frames.frames import (
     InputAudioRawFrame,
     TranscriptionFrame,
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
-from pipecat.processors.frame_processor import FrameProcessorSetup
 from pipecat.turns.user_stop.speech_timeout_user_turn_stop_strategy import SpeechTimeoutUserTurnStopStrategy
 from pipecat.turns.user_stop.turn_analyzer_user_turn_stop_strategy import TurnAnalyzerUserTurnStopStrategy
-from pipecat.utils.asyncio.task_manager import TaskManager, TaskManagerParams
 
 from engines.decision.model import Decision
-from tests.virtual_loop import VirtualLoop
+from tests.virtual_loop import VirtualLoop, started
+from voicelab.pcm import to_int16
 from voicelab.pipeline.turns import turn_end_strategy
 from voicelab.pipeline.turns.turn_end_strategy import DecideTurnEndStopStrategy
 from voicelab.pipeline.turns.turn_models import SharedSmartTurnAnalyzer
@@ -108,21 +106,11 @@ def _play(audio: np.ndarray, make: Any, stop_secs: float, transcript: bool,
     monkeypatch.setattr(turn_end_strategy.asyncio, "to_thread", inline)
 
     async def run() -> float | None:
-        tm = TaskManager()
-        tm.setup(TaskManagerParams(loop=loop))
         strategy = make()
-        await strategy.setup(FrameProcessorSetup(clock=SystemClock(), task_manager=tm, pipeline_worker=None,  # type: ignore[arg-type]
-                                                 audio_in_sample_rate=16000))
-        ended: list[float] = []
-
-        async def on_stopped(*_: Any) -> None:
-            ended.append(loop.time())
-
-        strategy.add_event_handler("on_user_turn_stopped", on_stopped)
-        await strategy.handle_user_turn_started()
+        ended = await started(strategy, loop)
         vad = SileroVADAnalyzer(sample_rate=16000, params=VADParams(stop_secs=stop_secs))
         vad.set_sample_rate(16000)
-        pcm = (np.clip(audio, -1, 1) * 32767).astype(np.int16)
+        pcm = to_int16(audio)  # as the fixture transport sends it
         state = VADState.QUIET
         try:
             for i in range(pcm.size // 320):
