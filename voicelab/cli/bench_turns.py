@@ -34,6 +34,9 @@ def bench_turns(
     resamples: Annotated[int, typer.Option(help="bootstrap resamples for the intervals (0: none)")] = 1000,
     cache: Annotated[Path | None, typer.Option(help="score cache folder (default .cache/turnbench)")] = None,
     threads: Annotated[int, typer.Option(help="CPU threads for Whisper while filling the cache")] = 2,
+    decision: Annotated[Path | None, typer.Option(
+        help="a decision model folder (the shipped layout) to ask about the cached readings instead of the "
+             "shipped model")] = None,
 ) -> None:
     """Dead air after the true end of speech against false cut-offs (mid-turn pauses declared an end), each
     strategy swept over its knob on the same labelled points: the generated pause corpus, real human speech
@@ -68,8 +71,10 @@ def bench_turns(
             refs = bench.fixture_refs(fixtures, {}, "user")
         else:
             refs = bench.refs_for(group, limit)
+        if decision is not None and not (decision / "config.json").is_file():
+            fail(f"--decision {decision}: not a decision model folder (no config.json)")
         docs = bench.load_scores(refs, cache or CACHE_ROOT, threads,
-                                 progress=lambda s: console.print(f"[dim]{s}[/dim]"))
+                                 progress=lambda s: console.print(f"[dim]{s}[/dim]"), decision=decision)
         t_bench = time.monotonic()
         result = bench.run_bench(docs, strategies, resamples=resamples,
                                  progress=lambda s: console.print(f"[dim]{s}[/dim]"))

@@ -62,6 +62,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import Enum
+from typing import Protocol
 
 
 class TurnAction(Enum):
@@ -82,6 +83,8 @@ class TurnThresholds:
     # leave the decision model's verdict out when the words fail Whisper's decode-failure test (`words_reliable`);
     # off: measured on the default list, it dropped more lucky "complete" verdicts on garbage than wrong vetoes
     drop_unreliable_words: bool = False
+    # every wait lasts at least the longest pause the caller went on after in this turn (module doc)
+    resumed_bound: bool = True
 
     def __post_init__(self) -> None:
         order = (self.floor_ms, self.single_sure_ms, self.medium_ms, self.disputed_ms, self.vetoed_ms,
@@ -92,6 +95,30 @@ class TurnThresholds:
         if not 0.5 <= self.sure <= 1.0 or not 0.0 <= self.veto < 0.5:
             raise ValueError(f"turn thresholds: sure must be in [0.5, 1] and veto in [0, 0.5), got "
                              f"sure={self.sure} veto={self.veto}")
+
+    @property
+    def adds_start_lag(self) -> bool:
+        """The table's waits are silences to outlast: `DecideTurnEnd` adds the VAD's `start_secs` above the floor."""
+        return True
+
+    def evidence_silence_ms(self, audio_p: float | None, text_p: float | None) -> tuple[float, str]:
+        """The table above: the silence the two P(complete) need, and why."""
+        return _evidence_silence_ms(audio_p, text_p, self)
+
+
+class Weighing(Protocol):
+    """How `DecideTurnEnd` turns the two P(complete) into a required silence: the hand table (`TurnThresholds`)
+    or a fitted one (`voicelab.rules.turn_fusion.FusedWeighing`)."""
+
+    floor_ms: float
+    cap_ms: float
+    drop_unreliable_words: bool
+    resumed_bound: bool
+
+    @property
+    def adds_start_lag(self) -> bool: ...
+
+    def evidence_silence_ms(self, audio_p: float | None, text_p: float | None) -> tuple[float, str]: ...
 
 
 @dataclass(frozen=True)
@@ -106,14 +133,17 @@ def text_p_complete(answer: bool, confidence: float) -> float:
     return confidence if answer else 1.0 - confidence
 
 
-def required_silence_ms(audio_p: float | None, text_p: float | None, th: TurnThresholds = TurnThresholds(),
+def required_silence_ms(audio_p: float | None, text_p: float | None, th: Weighing = TurnThresholds(),
                         resumed_pause_ms: float = 0.0) -> tuple[float, str]:
     """The silence after which the turn ends, given P(complete) from audio and from text; `resumed_pause_ms`:
     the longest pause inside this turn after which the caller went on (0: none)."""
     if resumed_pause_ms < 0:
         raise ValueError(f"resumed_pause_ms must be >= 0, got {resumed_pause_ms}")
-    need, why = _evidence_silence_ms(audio_p, text_p, th)
-    if resumed_pause_ms > need:
+    for p in (audio_p, text_p):
+        if p is not None and not 0.0 <= p <= 1.0:
+            raise ValueError(f"P(complete) must be in [0, 1], got {p}")
+    need, why = th.evidence_silence_ms(audio_p, text_p)
+    if th.resumed_bound and resumed_pause_ms > need:
         return min(th.cap_ms, resumed_pause_ms), f"{why}; the caller went on after a longer pause"
     return need, why
 
@@ -142,7 +172,7 @@ def _evidence_silence_ms(audio_p: float | None, text_p: float | None, th: TurnTh
 
 
 def decide_turn(silence_ms: float, audio_p: float | None, text_p: float | None,
-                th: TurnThresholds = TurnThresholds(), resumed_pause_ms: float = 0.0) -> TurnDecision:
+                th: Weighing = TurnThresholds(), resumed_pause_ms: float = 0.0) -> TurnDecision:
     """END or WAIT after `silence_ms` of caller silence; audio_p: smart-turn's P(complete) or None;
     text_p: the decision model's P(complete) on the current transcript (`text_p_complete`) or None;
     resumed_pause_ms: the longest pause in this turn the caller went on after."""
@@ -183,9 +213,9 @@ class DecideTurnEnd:
       "... my appointment on", decide a cut-off).
     """
 
-    def __init__(self, thresholds: TurnThresholds | None = None, final_wait_s: float = 1.0,
+    def __init__(self, thresholds: Weighing | None = None, final_wait_s: float = 1.0,
                  start_secs: float = 0.2) -> None:
-        self.thresholds = thresholds or TurnThresholds()
+        self.thresholds: Weighing = thresholds or TurnThresholds()
         self.final_wait_s = final_wait_s
         self.start_secs = start_secs  # the VAD's start window (updated from its starts)
         self.speaking = False  # the VAD hears the caller
@@ -252,7 +282,7 @@ class DecideTurnEnd:
         # words the recogniser does not trust may be left out as evidence (off by default: TurnThresholds)
         text_p = self.text_p if words_reliable or not th.drop_unreliable_words else None
         need, why = required_silence_ms(self.audio_p, text_p, th, self.resumed_pause_ms)
-        if need > th.floor_ms:
+        if need > th.floor_ms and th.adds_start_lag:
             need += self.start_secs * 1000.0
         return need, why, text_p
 

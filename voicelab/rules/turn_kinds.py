@@ -150,6 +150,8 @@ TURN_KINDS: dict[str, TurnKind] = {k.name: k for k in (
     TurnKind("decide", "decide (smart-turn on the audio and the tiny decision model on the words, re-scored as the "
                        "silence grows)", no_argument, frozenset({SMART_TURN, DECISION}),
              f"{_FACTORY}:decide_stop", f"{_REPLAY}:decide_replays"),
+    TurnKind("fuse", "fuse (the same scores weighed by fitted weights, voicelab.rules.turn_fusion)", no_argument,
+             frozenset({SMART_TURN, DECISION}), f"{_FACTORY}:fuse_stop", f"{_REPLAY}:FusedReplay"),
 )}
 # the order is that of the help and of the bench's rows; the default, `decide`, is PipelineConfig.turn's
 

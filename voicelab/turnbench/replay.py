@@ -44,7 +44,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from voicelab.pcm import SAMPLE_RATE as SR  # the name the bench's modules import
-from voicelab.rules.turn_end import DecideTurnEnd, TurnThresholds
+from voicelab.rules.turn_end import DecideTurnEnd, TurnThresholds, Weighing
+from voicelab.rules.turn_fusion import FusedWeighing, load_weighing
 from voicelab.rules.turn_kinds import TURN_KINDS
 
 WINDOW = 512  # Silero's window at 16 kHz
@@ -249,8 +250,12 @@ class DecideTurnEndReplay:
     vad: VadParams = DEFAULT_VAD
     final_wait_s: float = 1.0  # the rule's wait for a final that brings no words
 
+    def weighing_at(self, value: float) -> Weighing:
+        """The rule's weighing at one setting of the knob."""
+        return scaled(self.thresholds, value)
+
     def declarations(self, trace: Trace, value: float, passes: bool) -> list[float]:
-        rule = DecideTurnEnd(scaled(self.thresholds, value), self.final_wait_s, start_secs=self.vad.start_secs)
+        rule = DecideTurnEnd(self.weighing_at(value), self.final_wait_s, start_secs=self.vad.start_secs)
         out: list[float] = []
         prev_text = ""
         for s in trace.stops:
@@ -278,6 +283,33 @@ class DecideTurnEndReplay:
             if t is not None and t < _next_start(trace, s.t_s):
                 out.append(t)
         return out
+
+
+def _theta_grid() -> tuple[float, ...]:
+    # evenly spaced in logit: fine where P(end) is steep, and both tails reached
+    return tuple(round(1.0 / (1.0 + math.exp(-z)), 5) for z in np.linspace(-7.0, 7.0, 71))
+
+
+@dataclass
+class FusedReplay(DecideTurnEndReplay):
+    """`--turn fuse`: the same rule with the fitted weighing (`voicelab.rules.turn_fusion`), swept over its
+    operating point `theta` (P(end) at which the turn ends)."""
+
+    name: str = "fuse"
+    knob: str = "theta"
+    values: Sequence[float] = field(default_factory=_theta_grid)
+    default: float = 0.5
+    weighing: FusedWeighing | None = None  # None: the shipped weights file
+
+    def __post_init__(self) -> None:
+        if self.weighing is None:
+            self.weighing = load_weighing()
+        self.default = self.weighing.theta
+        self.values = tuple(sorted({*self.values, self.default}))
+
+    def weighing_at(self, value: float) -> Weighing:
+        assert self.weighing is not None
+        return self.weighing.at(value)
 
 
 def decide_replays() -> list[Strategy]:

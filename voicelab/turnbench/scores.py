@@ -46,7 +46,8 @@ from voicelab.turnbench.replay import (
     vad_events,
 )
 
-__all__ = ["DEFAULT_CACHE", "SCORER_VERSION", "Models", "cached", "score_barge", "score_turn", "trace_of"]
+__all__ = ["DEFAULT_CACHE", "SCORER_VERSION", "Models", "cached", "rescore_words", "score_barge", "score_turn",
+           "trace_of"]
 
 SCORER_VERSION = 4  # 4: smart-turn and Whisper read the clip through int16, as in the pipeline
 DEFAULT_CACHE = CACHE_ROOT
@@ -207,6 +208,23 @@ def score_barge(models: Models, case: CaseAudio) -> dict[str, Any]:
     cp, _ = _ask(models, "turn_complete", reading["text"])
     return {"conf": conf, "vol": vol, "rms_dbfs": window_rms_dbfs(case.audio, conf.size), "starts": starts,
             "stops": stops, "reading": reading, "interruption_p": ip, "complete_p": cp, "decision_ms": ims}
+
+
+def rescore_words(docs: list[dict[str, Any]], folder: Path) -> None:
+    """Ask another decision model (`folder`, the shipped layout) about the cached readings, in place: each turn
+    stop's P(complete) on its final and early readings, each barge case's P(interruption) and P(complete). The
+    readings, audio scores and pass times stay the cache's; the decision model's pass time is re-measured."""
+    models = Models()
+    models._decision = load_decision_model(folder)
+    for doc in docs:
+        if doc.get("kind") == "barge":
+            text = doc["reading"]["text"]
+            doc["interruption_p"], doc["decision_ms"] = _ask(models, "interruption", text)
+            doc["complete_p"], _ = _ask(models, "turn_complete", text)
+            continue
+        for stop in doc["stops"]:
+            stop["text_p"], stop["decision_ms"] = _ask(models, "turn_complete", stop["text"])
+            stop["early_text_p"], _ = _ask(models, "turn_complete", stop.get("early_text") or "")
 
 
 def cached(root: Path, key: str, kind: str, models: Models, make: Callable[[], CaseAudio]) -> dict[str, Any]:

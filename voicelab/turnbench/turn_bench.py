@@ -131,9 +131,11 @@ def refs_for(group: str | None = None, limit: int | None = None) -> list[CaseRef
 
 
 def load_scores(refs: Sequence[CaseRef], cache: Path, threads: int = 2,
-                progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
-    """The cached scores of every case (computing the missing ones)."""
-    from voicelab.turnbench.scores import Models, cached  # the heavy half: pipecat, onnxruntime, torch
+                progress: Callable[[str], None] | None = None, decision: Path | None = None) -> list[dict[str, Any]]:
+    """The cached scores of every case (computing the missing ones); `decision`: a decision model folder whose
+    verdicts on the cached readings replace the shipped model's (`scores.rescore_words`)."""
+    # the heavy half: pipecat, onnxruntime, torch
+    from voicelab.turnbench.scores import Models, cached, rescore_words
 
     models = Models(threads)
     out = []
@@ -147,6 +149,13 @@ def load_scores(refs: Sequence[CaseRef], cache: Path, threads: int = 2,
         out.append(doc)
         if progress is not None and (i + 1) % 25 == 0:
             progress(f"{i + 1}/{len(refs)} cases scored ({time.monotonic() - t0:.0f} s)")
+    if decision is not None:
+        from engines.errors import CheckpointError
+
+        try:
+            rescore_words(out, decision)
+        except (CheckpointError, OSError, ValueError) as e:
+            raise TurnBenchError(f"--decision {decision}: {e}") from None
     return out
 
 

@@ -65,7 +65,7 @@ def test_bench_turns_json_and_out(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     res = CliRunner().invoke(_app(), ["bench-turns", "--json", "--resamples", "50", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)
-    assert [r["strategy"] for r in rows] == ["timeout", "smart", "decide", "decide+early"]
+    assert [r["strategy"] for r in rows] == ["timeout", "smart", "decide", "decide+early", "fuse"]
     for r in rows:
         assert r["cases"] == 80 and r["pauses"] == 40 and r["ends"] == 40
         assert set(r["dead_air_p50_ms_at"]) == set(r["dead_air_p95_ms_at"]) == {"1%", "2%", "5%", "10%"}

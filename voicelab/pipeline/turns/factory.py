@@ -35,6 +35,7 @@ from voicelab.pipeline.turns.turn_end_strategy import DecideTurnEndStopStrategy
 from voicelab.pipeline.turns.turn_models import TurnModels
 from voicelab.pipeline.turns.vad_webrtc import WebrtcvadAnalyzer
 from voicelab.rules.turn_end import TurnThresholds
+from voicelab.rules.turn_fusion import load_weighing
 
 
 def vad_analyzer(cfg: PipelineConfig, models: TurnModels | None = None) -> VADAnalyzer:
@@ -128,6 +129,14 @@ def decide_stop(parts: TurnParts) -> list[Any]:
     analyzer = parts.smart_turn(SmartTurnParams(stop_secs=TurnThresholds().cap_ms / 1000 + 1))
     return [DecideTurnEndStopStrategy(analyzer=analyzer, decision=parts.decision, log=parts.log,
                                       preemptive=parts.cfg.preemptive)]
+
+
+def fuse_stop(parts: TurnParts) -> list[Any]:
+    """`fuse`: the same rule with the fitted weighing of `voicelab.rules.turn_fusion` (its shipped weights)."""
+    weighing = load_weighing()
+    analyzer = parts.smart_turn(SmartTurnParams(stop_secs=weighing.cap_ms / 1000 + 1))
+    return [DecideTurnEndStopStrategy(analyzer=analyzer, decision=parts.decision, log=parts.log,
+                                      thresholds=weighing, preemptive=parts.cfg.preemptive)]
 
 
 def smart_stop(parts: TurnParts) -> list[Any]:

@@ -57,7 +57,7 @@ from engines.decision.model import DecisionModel
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind
 from voicelab.pipeline.frames import PreemptFrame
-from voicelab.rules.turn_end import DecideTurnEnd, TurnThresholds, text_p_complete
+from voicelab.rules.turn_end import DecideTurnEnd, Weighing, text_p_complete
 from voicelab.speech.reliability import confidence_figure, result_unreliable_reason
 
 K = EventKind
@@ -67,7 +67,7 @@ class DecideTurnEndStopStrategy(BaseUserTurnStopStrategy):
     """End the user's turn when `DecideTurnEnd`, on audio and words, says the silence is enough."""
 
     def __init__(self, *, analyzer: LocalSmartTurnAnalyzerV3, decision: DecisionModel | None,
-                 log: CallLog | None = None, thresholds: TurnThresholds | None = None, tick_ms: float = 50.0,
+                 log: CallLog | None = None, thresholds: Weighing | None = None, tick_ms: float = 50.0,
                  preemptive: bool = False, final_wait_s: float = 1.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._analyzer = analyzer
