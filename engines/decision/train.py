@@ -7,6 +7,8 @@ tokens, cross-entropy over the two answer tokens at the prompt's last position. 
 tokenizer_config.json, model.safetensors (bf16), train_log.json and eval.json into --out.
 
     nohup python -m engines.decision.train --out engines/tiny/decision > /tmp/decision_train.log 2>&1 &
+    python -m engines.decision.train --conversation 1 --vocab-size 1024 --max-minutes 35 \
+        --out engines/tiny/decision_conversation        # the candidate trained on callers' real turns
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from engines.decision import conversation
 from engines.decision import corpus as dc
 from engines.decision import probe as decision_probe
 from engines.decision.model import (
@@ -34,6 +37,7 @@ from engines.decision.model import (
     encode_prompt,
     load_decision_model,
 )
+from engines.decision.transcripts import read as read_turns
 from engines.local.checkpoint import save
 from engines.local.model import LLaDAModel, ModelConfig
 from engines.local.tokenizer import train_tiny
@@ -76,6 +80,12 @@ class DecisionTrainConfig:
     last_word_slip: float = 0.0
     # 1: the broad corpus (engines.decision.corpus, module doc; tried, not shipped)
     broad: int = 0
+    # 1: turn_complete also from callers' real turns (engines.decision.conversation, module doc)
+    conversation: int = 0
+    # the derived callers' turns file the conversational examples come from
+    conversation_data: str = "engines/decision/data/conversation.tsv"
+    # 1: with --conversation 1, prefixes at a sentence end are complete, not left out (engines.decision.conversation)
+    stops_complete: int = 0
 
 
 def train(model: LLaDAModel, prompts: list[list[int]], labels: list[bool], cfg: DecisionTrainConfig,
@@ -171,9 +181,22 @@ def main(argv: list[str] | None = None) -> None:
         ap.error(f"--tasks {cfg.tasks!r}: expected a comma-separated subset of {', '.join(dc.TASKS)}")
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(cfg.threads)
-    train_set = dc.generate(cfg.n_train, cfg.train_seed, "train", tasks, cfg.last_word_slip, bool(cfg.broad))
-    # held out as the shipped model's figures were measured (no slips), so the two compare
-    heldout = dc.generate(cfg.n_heldout, cfg.heldout_seed, "heldout", tasks, broad=bool(cfg.broad))
+    if cfg.conversation:
+        if not Path(cfg.conversation_data).is_file():
+            ap.error(f"--conversation-data {cfg.conversation_data}: no such file")
+        if tasks != dc.TASKS:
+            ap.error("--conversation 1 trains both tasks: leave --tasks at its default")
+        try:
+            turns = read_turns(Path(cfg.conversation_data))
+        except ValueError as e:
+            ap.error(str(e))
+        sc = bool(cfg.stops_complete)
+        train_set = conversation.mixed(cfg.n_train, cfg.train_seed, "train", turns, stops_complete=sc)
+        heldout = conversation.mixed(cfg.n_heldout, cfg.heldout_seed, "heldout", turns, stops_complete=sc)
+    else:
+        train_set = dc.generate(cfg.n_train, cfg.train_seed, "train", tasks, cfg.last_word_slip, bool(cfg.broad))
+        # held out as the shipped model's figures were measured (no slips), so the two compare
+        heldout = dc.generate(cfg.n_heldout, cfg.heldout_seed, "heldout", tasks, broad=bool(cfg.broad))
     tok = train_tiny([u.text for u in train_set] + [u.context for u in train_set if u.context], cfg.vocab_size)
     add_decision_tokens(tok)
     limits = PromptLimits(cfg.max_text_tokens, cfg.max_context_tokens)

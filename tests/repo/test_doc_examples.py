@@ -14,7 +14,7 @@ ending in `\\` are joined, a trailing `# comment` and a trailing `&` dropped. RE
   short runs, `call.wav` and `calls/*.wav` that run's stereo recording, `HOST:PORT` and
   `wss://agent.example.com` a server the test started on a free loopback port. Servers (`voicelab serve`,
   `voicelab mock-engine`, the reference phone agent) run as subprocesses on a free loopback port, answer an
-  HTTP request before anything uses them, and are stopped at the end; a port a page names (8000, 8765, 8808)
+  HTTP request before anything uses them, and are stopped at the end; a port a page names (8000, 8765, 8766, 8808)
   is replaced by theirs.
 - Running the examples takes minutes on two cores (servers, real-time calls), so every run test is in the slow
   lane and the quick lane (`-m "not slow"`) only parses them; `SLOW` names the slowest, each with its reason.
@@ -167,6 +167,8 @@ T_SLOW_RUN = "test_slow_main_runs"
 T_SLOW_MATRIX = "test_slow_long_answer_profile_matrix"
 T_SLOW_PLAY = "test_slow_own_calls_played"
 T_SLOW_BUILD = "test_slow_fixtures_build_the_suite"
+T_SCENARIO = "test_scenario_calls_to_the_booking_agent"
+T_CI = "test_ci_call_and_compare_with_junit"
 
 TABLE: dict[str, tuple[str, str]] = {
     # README.md, Quick start
@@ -213,9 +215,19 @@ TABLE: dict[str, tuple[str, str]] = {
                "the --json run's recording (a real browser session needs a browser)"),
     ".venv/bin/voicelab fixtures import support.flac --out my_calls/support --caller-channel right "
     "--expect-fallback": (T_OWN, "support.flac: the --json run's recording, channels swapped (caller right)"),
+    ".venv/bin/voicelab fixtures import support.flac --out checked_calls --caller-channel right --text expects.txt": (
+        T_OWN, "expects.txt: one line per turn of my_calls/support/support (the same file and channel), each transcript "
+               "with a tab and its checks"),
+    ".venv/bin/voicelab fixtures check checked_calls": (T_OWN, "after that import; the checks are in the fixture"),
     ".venv/bin/voicelab fixtures list my_calls": (T_OWN, "after the three imports"),
     ".venv/bin/voicelab fixtures check my_calls": (T_OWN, "after the three imports"),
     ".venv/bin/voicelab run my_calls": (T_SLOW_PLAY, "after the three imports (as in the fast test): plays all three"),
+    "voicelab call ws://127.0.0.1:8765/media-stream examples/ci/fixtures --repeat 6 --out ci-out/runs "
+    "--junit ci-out/call.xml --fail-on-expectations": (
+        T_CI, "8765 -> the reference agent's port, --repeat 6 -> 2 (the job's six plays take 3 minutes); exit 0 or 1 "
+              "(a check the loaded machine's agent missed), a JUnit case per check"),
+    "voicelab compare examples/ci/baseline ci-out/runs/RUN --fail-on far_p50:+200ms --junit ci-out/compare.xml": (
+        T_CI, "RUN: that call's run folder; exit 0, 1 or 3 (two plays: too few samples), one JUnit case"),
     # docs/phone-line.md
     "voicelab call ws://127.0.0.1:8765/media-stream single_question": (
         T_LINE, "8765 -> the reference agent's port (docs/phone-line.md shows it twice)"),
@@ -232,6 +244,16 @@ TABLE: dict[str, tuple[str, str]] = {
         T_LINE, "RUN, CALL: those two run folders; exit 0, 1 or 3 (one turn a side: undecided), not 2"),
     "python examples/pipecat_phone_agent.py --port 8765": (
         T_LINE, "8765 -> P; examples/ linked into the work folder; answers HTTP (404: WebSocket only)"),
+    # docs/scenarios.md
+    "voicelab mock-engine --port 8808": (T_SCENARIO, "8808 -> P; GET /v1/models answers"),
+    "python examples/pipecat_booking_agent.py --port 8766": (
+        T_SCENARIO, "8766 -> P2 and --llm-url the mock's port P; examples/ linked into the work folder"),
+    "voicelab call ws://127.0.0.1:8766/media-stream booking_table_scenario": (
+        T_SCENARIO, "8766 -> the booking agent's port P2; the task is reported done"),
+    "voicelab call ws://127.0.0.1:8766/media-stream booking_table_scenario --no-listen": (
+        T_SCENARIO, "8766 -> P2; the six-line script"),
+    "voicelab compare runs/SCRIPT runs/LISTEN": (
+        T_SCENARIO, "SCRIPT, LISTEN: those two run folders; exit 0, 1 or 3 (undecided), not 2"),
     # docs/turn-bench.md
     "voicelab bench turns --fixtures my_call/ --fixtures other_call/": (
         T_OWN, "my_call/: a copy of the import of calls/*.wav; other_call/: a copy of hr_question_close"),
@@ -249,7 +271,7 @@ SLOW: dict[str, str] = {  # the slowest examples, each with its reason
     "voicelab run weekly_hours --stt transcript --matrix profiles:gpt-4.1-mini":
         "two real-time calls of the longest fixture (three turns, a 45-token answer), about 1-2 minutes",
     ".venv/bin/voicelab run my_calls": "three imported calls in real time with Whisper, about a minute",
-    "voicelab fixtures build": "synthesises all 36 suite fixtures (espeak-ng and Piper), about 30 s",
+    "voicelab fixtures build": "synthesises all 37 suite fixtures (espeak-ng and Piper), about 30 s",
 }
 
 
@@ -583,6 +605,15 @@ def _import_own_calls(base: Base, own: Path) -> None:
                 "--expect-fallback"):
         run(cmd, own)
     assert len(list((own / "my_calls").rglob("fixture.json"))) == 3
+    # the page's transcripts with checks: one line per turn the support.flac import found
+    turns = json.loads((own / "my_calls" / "support" / "support" / "fixture.json").read_text(encoding="utf-8"))["turns"]
+    (own / "expects.txt").write_text("".join(f"{t['text'] or 'mm'}\t{json.dumps({'says_any': ['open', 'you']})}\n"
+                                             for t in turns), encoding="utf-8")
+    run(".venv/bin/voicelab fixtures import support.flac --out checked_calls --caller-channel right --text "
+        "expects.txt", own)
+    assert "1 of 1 fixtures pass" in run(".venv/bin/voicelab fixtures check checked_calls", own)
+    checked = json.loads(next((own / "checked_calls").rglob("fixture.json")).read_text(encoding="utf-8"))
+    assert all(t["expect_reply"] == {"says_any": ["open", "you"]} for t in checked["turns"])
 
 
 @pytest.mark.slow
@@ -648,6 +679,55 @@ def test_slow_own_calls_played(base: Base, tmp_path: Path) -> None:
     (played,) = [r for r in run_folders(own / "runs") if "live" not in r.relative_to(own).parts]
     assert len(list((played / "calls").glob("*.wav"))) == 3
     all_ran(T_SLOW_PLAY)
+
+
+@pytest.mark.slow
+def test_scenario_calls_to_the_booking_agent(tmp_path: Path) -> None:
+    """docs/scenarios.md: the mock engine, the booking agent on it, the scenario fixture as a listening caller
+    and as its fixed script, and the two runs compared."""
+    work = workdir(tmp_path / "scenario")
+    llm, agent_port = free_port(), free_port()
+    mock = Server("voicelab mock-engine --port 8808", work, {"8808": str(llm)}, llm, "/v1/models")
+    agent = Server("python examples/pipecat_booking_agent.py --port 8766", work,
+                   {"--port 8766": f"--port {agent_port} --llm-url http://127.0.0.1:{llm}/v1"}, agent_port)
+    try:
+        mock.wait_up()
+        agent.wait_up()
+        line = {"127.0.0.1:8766": f"127.0.0.1:{agent_port}"}
+        run("voicelab call ws://127.0.0.1:8766/media-stream booking_table_scenario", work, line)
+        (listen,) = run_folders(work / "runs")
+        run("voicelab call ws://127.0.0.1:8766/media-stream booking_table_scenario --no-listen", work, line)
+        (script,) = [r for r in run_folders(work / "runs") if r != listen]
+        run("voicelab compare runs/SCRIPT runs/LISTEN", work, {"runs/SCRIPT": str(script), "runs/LISTEN": str(listen)},
+            ok=(0, 1, 3))
+    finally:
+        agent.stop()
+        mock.stop()
+    assert json.loads((listen / "summary.json").read_text(encoding="utf-8"))["tasks"]["done"] == 1
+    assert json.loads((script / "summary.json").read_text(encoding="utf-8"))["tasks"] is None
+    all_ran(T_SCENARIO)
+
+
+@pytest.mark.slow
+def test_ci_call_and_compare_with_junit(tmp_path: Path) -> None:
+    """docs/own-calls.md, In CI: the reference agent called with examples/ci/fixtures, compared with the baseline."""
+    work = workdir(tmp_path / "ci")
+    port = free_port()
+    agent = Server("python examples/pipecat_phone_agent.py --port 8765", work, {"8765": str(port)}, port)
+    try:
+        agent.wait_up()
+        run("voicelab call ws://127.0.0.1:8765/media-stream examples/ci/fixtures --repeat 6 --out ci-out/runs "
+            "--junit ci-out/call.xml --fail-on-expectations", work, {"8765": str(port), "--repeat 6": "--repeat 2"},
+            ok=(0, 1))
+    finally:
+        agent.stop()
+    (call_run,) = run_folders(work / "ci-out" / "runs")
+    checks = json.loads((call_run / "summary.json").read_text(encoding="utf-8"))["answers"]["expectations"]
+    assert (work / "ci-out" / "call.xml").read_text(encoding="utf-8").count("<testcase ") >= checks == 18
+    run("voicelab compare examples/ci/baseline ci-out/runs/RUN --fail-on far_p50:+200ms --junit ci-out/compare.xml",
+        work, {"ci-out/runs/RUN": str(call_run)}, ok=(0, 1, 3))
+    assert (work / "ci-out" / "compare.xml").read_text(encoding="utf-8").count("<testcase ") == 1
+    all_ran(T_CI)
 
 
 @pytest.mark.slow

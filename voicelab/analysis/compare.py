@@ -260,30 +260,61 @@ def parse_fail_on(text: str) -> dict[str, float]:
     return out
 
 
-def regressions(comparisons: Sequence[Comparison], thresholds: dict[str, float]) -> list[str]:
+@dataclass(frozen=True)
+class FailOnGate:
+    """One `--fail-on` gate of one comparison: "pass", "fail" (the regression's interval is beyond the threshold)
+    or "undecided" (too few samples, not measured, or measured in neither run: never a pass on no evidence)."""
+
+    a: str  # the baseline's run id
+    b: str
+    figure: str  # the --fail-on key
+    threshold: float
+    unit: str
+    outcome: str
+    reason: str  # one line
+
+    @property
+    def name(self) -> str:
+        """The gate as written: 'far_p50 +150ms'."""
+        return f"{self.figure} +{self.threshold:g}{self.unit}"
+
+
+def gates(comparisons: Sequence[Comparison], thresholds: Mapping[str, float]) -> list[FailOnGate]:
+    """Every gated figure of every comparison, in --fail-on's order."""
+    specs = {f.name: f for f in figure_specs()}
+    out = []
+    for c in comparisons:
+        rows = {r.spec.name: r for r in c.rows}
+        for name, limit in thresholds.items():
+            spec = specs[name]
+            r = rows.get(name)
+            where = f"{c.b} vs {c.a}: {spec.label}"
+            if r is None:
+                outcome, reason = "undecided", f"{where}: measured in neither run"
+            elif r.verdict in (FEW, NOT_MEASURED) or r.regression_low is None:
+                outcome, reason = "undecided", f"{where}: {r.verdict} (n {r.diff.n_a}/{r.diff.n_b})"
+            elif r.regression_low > limit:
+                outcome = "fail"
+                reason = (f"{where} regressed by at least {r.regression_low:.3g}{spec.unit} "
+                          f"(threshold +{limit:g}{spec.unit})")
+            else:
+                outcome = "pass"
+                reason = (f"{where}: regression at most {r.regression_low:.3g}{spec.unit} by the interval's "
+                          f"lower bound (threshold +{limit:g}{spec.unit}; {r.verdict}, n {r.diff.n_a}/{r.diff.n_b})")
+            out.append(FailOnGate(c.a, c.b, name, limit, spec.unit, outcome, reason))
+    return out
+
+
+def regressions(comparisons: Sequence[Comparison], thresholds: Mapping[str, float]) -> list[str]:
     """One line per figure whose regression's lower bound exceeds its threshold."""
-    out = []
-    for c in comparisons:
-        for r in c.rows:
-            limit = thresholds.get(r.spec.name)
-            low = r.regression_low
-            if limit is not None and low is not None and low > limit and r.verdict != FEW:
-                out.append(f"{c.b} vs {c.a}: {r.spec.label} regressed by at least {low:.3g}{r.spec.unit} "
-                           f"(threshold +{limit:g}{r.spec.unit})")
-    return out
+    return [g.reason for g in gates(comparisons, thresholds) if g.outcome == "fail"]
 
 
+def undecided(comparisons: Sequence[Comparison], thresholds: Mapping[str, float]) -> list[str]:
+    """One line per gated figure that the runs cannot decide (too few samples, not measured, or measured in
+    neither run): a gate that cannot decide must say so rather than pass on no evidence."""
+    return [g.reason for g in gates(comparisons, thresholds) if g.outcome == "undecided"]
 
-def undecided(comparisons: Sequence[Comparison], thresholds: dict[str, float]) -> list[str]:
-    """One line per gated figure that the runs cannot decide (too few samples, or not measured): a gate
-    that cannot decide must say so rather than pass on no evidence."""
-    out = []
-    for c in comparisons:
-        for r in c.rows:
-            if r.spec.name in thresholds and (r.verdict == FEW or r.verdict == NOT_MEASURED
-                                              or r.regression_low is None):
-                out.append(f"{c.b} vs {c.a}: {r.spec.label}: {r.verdict} (n {r.diff.n_a}/{r.diff.n_b})")
-    return out
 
 # ---- output ------------------------------------------------------------------------------------------------
 

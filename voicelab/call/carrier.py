@@ -8,7 +8,11 @@ directions, the call clock of `voicelab.measure.calllog` (t 0 = the `start` mess
   (silence between clips, as a phone line sends); the left channel records what was sent;
 - agent side: `media` goes into the carrier's playout queue (`voicelab.call.playout_queue`), whatever its pacing;
   every tick one frame leaves the queue and is what the caller hears, recorded on the right channel at the
-  tick's wall time. `clear` empties the queue at once; `mark`s are echoed when playout reaches them;
+  tick's wall time. `clear` empties the queue at once, as Twilio documents it (buffered audio is dropped, its
+  marks echoed); `mark`s are echoed when playout reaches them. A `clear` while the agent was heard is a stop
+  (an interruption row at the `clear`) unless the agent is audible again within `CallOptions.clear_pause_s`:
+  then it only paused (an agent that clears on a pause and sends the rest on a resume), as the silence rule
+  of a false barge-in has it;
 - bot_audio_start / bot_audio_end, for the caller's start rules and the event rows, come from what leaves the
   queue, by the onset rule (`voicelab.measure.playout_ledger.AudibleTracker`, the rule of `voicelab.measure.onset`).
 
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,7 +63,10 @@ class CallOptions:
     answer_timeout_s: float = 15.0  # the agent sent no audio at all this long after the caller's first turn
     no_reply_timeout_s: float = 6.0  # a turn waiting on a reply that never came starts anyway (schedule.py)
     greeting: bool = True  # the agent is expected to greet (turn 0's bot_audio_* rules wait for it)
+    clear_pause_s: float = 0.8  # a clear the agent's audio comes back within is a pause, not a stop
     max_call_s: float | None = None
+    # a caller that chooses its turns during the call (voicelab.call.listening): (fixture as played, its scheduler)
+    caller: Callable[[Fixture, CallRecorder, CallOptions], tuple[Fixture, CallerScheduler]] | None = None
 
 
 @dataclass
@@ -124,6 +132,8 @@ class _Call:
         self.queue = PlayoutQueue()
         self.line = LineStats(clock=FrameClock())
         self.scheduler = fixture.scheduler(no_reply_timeout_s=opts.no_reply_timeout_s, greeting=opts.greeting)
+        if opts.caller is not None:  # the turns grow as the caller listens; self.fixture holds them as played
+            self.fixture, self.scheduler = opts.caller(fixture, self.recorder, opts)
         self.tracker = AudibleTracker(LINE_RATE)
         hexid = uuid.uuid4().hex
         self.ids = protocol.StreamIds(stream_sid=f"MZ{hexid}", call_sid=f"CA{uuid.uuid4().hex}")
@@ -135,6 +145,7 @@ class _Call:
         self.closed: dict[str, Any] | None = None
         self.got_media = False
         self.bot_turn = -1  # the turn the agent's current stretch answers
+        self.open_clear: tuple[int, int, float] | None = None  # a clear while heard: (t ns, turn, dropped ms)
 
     # ---- agent -> carrier ------------------------------------------------------------------------------
     async def receive(self, ws: ClientConnection) -> None:
@@ -168,9 +179,12 @@ class _Call:
             cleared = self.queue.clear()
             self.line.clear(cleared.dropped, len(cleared.marks))
             self.echo += cleared.marks
-            self.log.log(K.INTERRUPTION, self.bot_turn, {"bot_speaking": speaking, "by": "clear",
-                                                         "dropped_ms": round(1000 * cleared.dropped / LINE_RATE, 1)},
-                         t_ns=t_ns)
+            dropped_ms = round(1000 * cleared.dropped / LINE_RATE, 1)
+            if not speaking:
+                self.log.log(K.INTERRUPTION, self.bot_turn, {"bot_speaking": False, "by": "clear",
+                                                             "dropped_ms": dropped_ms}, t_ns=t_ns)
+            elif self.open_clear is None:  # a stop or a pause: the next clear_pause_s tell
+                self.open_clear = (t_ns, self.bot_turn, dropped_ms)
         else:
             self.line.other(msg.name)
 
@@ -235,6 +249,23 @@ class _Call:
         finally:
             self.echo = []
         self._audible(self.tracker.advance(self.recorder.right, hi + FRAME_SAMPLES))
+        self._settle_clear(hi / LINE_RATE)
+
+    def _settle_clear(self, now_s: float, final: bool = False) -> None:
+        """An open clear becomes a pause once the agent is audible again (past the frame already playing when it
+        came), or a stop (the interruption row, at the clear) once it stayed silent `clear_pause_s`."""
+        if self.open_clear is None:
+            return
+        t_ns, turn, dropped_ms = self.open_clear
+        clear_s = t_ns / _NS
+        heard_s = self.tracker.last_active_s
+        if heard_s is not None and heard_s > clear_s + 2 * FRAME_SAMPLES / LINE_RATE:
+            self.line.clears_resumed += 1
+            self.open_clear = None
+        elif final or now_s - clear_s >= self.opts.clear_pause_s:
+            self.log.log(K.INTERRUPTION, turn, {"bot_speaking": True, "by": "clear", "dropped_ms": dropped_ms},
+                         t_ns=t_ns)
+            self.open_clear = None
 
     def _audible(self, events: list[Any]) -> None:
         for ev in events:
@@ -250,7 +281,7 @@ class _Call:
         start = max(int(round(start_s * LINE_RATE)), frame_lo)
         self.scheduler.clip_started(turn, start / LINE_RATE)
         t = self.fixture.turns[turn]
-        audio = self.clips[turn]
+        audio = self.clips[turn] if self.opts.caller is None else to_int16(t.audio)
         self.playing.append((start, audio))
         ns = _NS / LINE_RATE
         u = PlayedUtterance(turn=turn, clip_start_ns=int(start * ns), clip_end_ns=int((start + audio.size) * ns),
@@ -280,6 +311,7 @@ class _Call:
         t_ns = int(end_sample / LINE_RATE * _NS)
         for ev in self.tracker.advance(self.recorder.right, end_sample) + self.tracker.flush():
             self._audible([ev])
+        self._settle_clear(end_sample / LINE_RATE, final=True)
         self.log.log(K.CALL_END, -1, {}, t_ns=t_ns)
 
 

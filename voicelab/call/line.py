@@ -6,7 +6,8 @@
 - queue depth and queue delay: how much of the agent's audio waited in the carrier's playout queue, sampled
   every tick while it held audio and at each arrival (the delay that audio had before it was heard): what the
   caller hears lags what the agent sent by this much;
-- clears (and the audio they dropped) and marks (played or cleared).
+- clears (and the audio they dropped; those the agent's audio came back after: pauses) and marks (played or
+  cleared).
 
 Pure Python. Percentiles are None without samples, never 0.
 """
@@ -37,6 +38,7 @@ class LineStats:
     depth_ms: list[float] = field(default_factory=list)  # per tick while the queue held audio
     delay_ms: list[float] = field(default_factory=list)  # per media message: queue depth when it arrived
     clears: int = 0
+    clears_resumed: int = 0  # clears the agent's audio came back after within clear_pause_s: pauses, not stops
     cleared_ms: float = 0.0
     marks_received: int = 0
     marks_played: int = 0
@@ -83,6 +85,7 @@ def line_summary(calls: Iterable[LineStats]) -> dict[str, Any]:
         "queue_depth_ms": _stats([x for c in cs for x in c.depth_ms]),
         "queue_delay_ms": _stats([x for c in cs for x in c.delay_ms]),
         "clears": sum(c.clears for c in cs),
+        "clears_resumed": sum(c.clears_resumed for c in cs),
         "cleared_audio_ms": round(sum(c.cleared_ms for c in cs), 1),
         "marks": {"received": sum(c.marks_received for c in cs), "played": sum(c.marks_played for c in cs),
                   "cleared": sum(c.marks_cleared for c in cs)},

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,14 +26,16 @@ from urllib.parse import urlsplit, urlunsplit
 
 from voicelab.call.carrier import CallOptions, CallResult, place_call
 from voicelab.call.line import line_summary
+from voicelab.call.listening import as_script, listening_options, load_scenarios, task_outcome, task_summary
 from voicelab.call.pacing import LINE_RATE
-from voicelab.call.readback import ReadBack, Recognizer, read_back
+from voicelab.call.readback import ReadBack, Recognizer, read_back, score_reply_words
 from voicelab.call.reply_spans import reply_spans, silence_stops, talk_over_ms
 from voicelab.fixtures.format import Fixture, load_fixture, select
 from voicelab.measure.events import Event, EventKind, EventWriter, read_events
-from voicelab.measure.figures import line_columns, line_not_measured
+from voicelab.measure.figures import SummaryData, line_columns, line_not_measured
+from voicelab.measure.figures import summary as figure_summary
 from voicelab.measure.intervals import latency_stats
-from voicelab.measure.metrics import summarize, turn_table
+from voicelab.measure.metrics import percentile, summarize, turn_table
 from voicelab.measure.truth import TruthError, Utterance, analyze_run, call_truth_dict
 from voicelab.runs.folder import EVENTS, RunFolder
 
@@ -131,6 +133,7 @@ def _call_meta(result: CallResult, readback: list[ReadBack] | None, url: str) ->
         "talk_over_ms": {str(k): v for k, v in talk_over_ms(bot, LINE_RATE, result.said).items()},
         "line": line_summary([result.line]),
         "readback": None if readback is None else [r.to_dict() for r in readback],
+        "scenario": task_outcome(result),
     }
 
 
@@ -158,6 +161,7 @@ def _turn_rows(events: list[Event], results: Sequence[CallResult],
         row["answer_correct"] = None if rb is None else rb.correct
         row["coherent"] = None if rb is None else rb.coherent
         row["wrong_tool_call"] = None  # not audible
+        row["expectations"] = _checks(rb, r, row, readbacks is not None)
         interrupts = [e for e in events if e.call_id == row["call_id"] and e.kind == K.INTERRUPTION
                       and e.turn == row["turn"]]
         row["false_barge_in_by"] = (interrupts[0].payload.get("by") if interrupts and row.get("false_barge_in")
@@ -165,12 +169,22 @@ def _turn_rows(events: list[Event], results: Sequence[CallResult],
     return rows
 
 
-def _answers(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    scored = [r for r in rows if r.get("answer_correct") is not None]
-    return {"correct": round(sum(r["answer_correct"] for r in scored) / len(scored), 3) if scored else None,
-            "coherent": round(sum(bool(r["coherent"]) for r in scored) / len(scored), 3) if scored else None,
-            "n": len(scored), "replies": sum(1 for r in rows if r.get("readback_text")),
-            "wrong_tool_calls": None, "from": "read-back words"}
+def _checks(rb: ReadBack | None, result: CallResult | None, row: dict[str, Any], read: bool) -> str | None:
+    """The turn's expectations cell: from its read-back, or against silence when the agent said nothing to it
+    (None without a read-back at all, or when the turn has no checks)."""
+    if rb is not None:
+        return rb.expectations
+    if not read or result is None or row["expect"] == "no_interrupt":
+        return None
+    expect = next((u.expect_reply for u in result.log.utterances if u.turn == row["turn"]), None)
+    return score_reply_words("", expect).get("expectations")
+
+
+def _answers(events: list[Event], rows: list[dict[str, Any]], truth: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """The answers block, made by the catalogue from the rows the tables show (the read-back scores in them)."""
+    block = figure_summary(SummaryData(rows, events, truth, percentile, latency_stats)).get("answers", {})
+    return {**block, "replies": sum(1 for r in rows if r.get("readback_text")), "wrong_tool_calls": None,
+            "from": "read-back words"}
 
 
 def line_run_summary(events: list[Event], rows: list[dict[str, Any]], results: Sequence[CallResult],
@@ -182,7 +196,7 @@ def line_run_summary(events: list[Event], rows: list[dict[str, Any]], results: S
         s[key] = None
     s["measured_from"] = "line"
     s["not_measured"] = list(unseen) + ([] if readback else ["answers"])
-    s["answers"] = _answers(rows) if readback else None
+    s["answers"] = _answers(events, rows, truth) if readback else None
     answered = [r for r in rows if r["expect"] != "no_interrupt"]
     s["talk_over_ms"] = latency_stats([r["talk_over_ms"] for r in answered if r.get("talk_over_ms") is not None])
     s["false_barge_in_rule"] = {"by": "clear, or silence", "stop_silence_ms": rule.stop_silence_ms,
@@ -190,6 +204,7 @@ def line_run_summary(events: list[Event], rows: list[dict[str, Any]], results: S
     s["line"] = line_summary([r.line for r in results])
     s["calls_failed"] = sum(1 for r in results if r.failure)
     s["failures"] = [f"{r.call_id}: {r.url}: {r.failure}" for r in results if r.failure]
+    s["tasks"] = task_summary(results)  # scenario calls' outcomes (done, not done, gave up); None: none listened
     return s
 
 
@@ -197,13 +212,20 @@ def run_line_calls(url: str, fixtures: Sequence[Fixture], out: Path, *, opts: Ca
                    repeat: int = 1, concurrency: int = 1, readback: bool = True,
                    recognizer_factory: Callable[[], Recognizer] | None = None,
                    rule: BargeInRule | None = None, command: Sequence[str] = (), run_dir: Path | None = None,
-                   on_done: Callable[[CallResult], None] | None = None) -> tuple[Path, list[CallResult]]:
-    """Play every fixture to the agent at `url`; return the sealed run folder and the call results."""
+                   on_done: Callable[[CallResult], None] | None = None,
+                   listen: bool = True) -> tuple[Path, list[CallResult]]:
+    """Play every fixture to the agent at `url`; return the sealed run folder and the call results. `listen`: a
+    fixture with a scenario chooses each line from the agent's last reply (`voicelab.call.listening`); without,
+    its turns play in order as a fixed script."""
     check_url(url)
     if concurrency < 1:
         raise ValueError(f"--concurrency {concurrency}: needs at least 1")
-    opts = opts or CallOptions()
     rule = rule or BargeInRule()
+    # a clear the agent's audio comes back within the silence rule's time is a pause, as silence is
+    opts = replace(opts or CallOptions(), clear_pause_s=rule.stop_silence_ms / 1000)
+    scenarios = load_scenarios(fixtures) if listen else {}  # a bad scenario stops the run before any call
+    fixtures = fixtures if listen else [as_script(f) for f in fixtures]
+    opts = listening_options(opts, fixtures, scenarios, recognizer_factory or _whisper)
     plan = call_ids(fixtures, repeat)
     shown = redact_url(url)
     host = (urlsplit(url).hostname or "agent").replace(".", "-")
@@ -213,7 +235,7 @@ def run_line_calls(url: str, fixtures: Sequence[Fixture], out: Path, *, opts: Ca
         "kind": "call", "engine": f"line:{shown}", "sampler": None, "policy": None, "url": shown,
         "headers": sorted(opts.headers), "params": sorted(opts.params),  # names only: values may be secrets
         "sample_rate": LINE_RATE, "encoding": "audio/x-mulaw", "frame_ms": 20, "repeat": repeat,
-        "concurrency": concurrency, "readback": readback, "greeting": opts.greeting,
+        "concurrency": concurrency, "readback": readback, "greeting": opts.greeting, "listen": bool(scenarios),
         "timeouts_s": {"connect": opts.connect_timeout_s, "answer": opts.answer_timeout_s,
                        "no_reply": opts.no_reply_timeout_s, "max_call": opts.max_call_s},
         "false_barge_in_rule": {"stop_silence_ms": rule.stop_silence_ms, "grace_ms": rule.grace_ms},

@@ -9,7 +9,9 @@ reads exactly, punctuation and tool span included. Heard words have neither, so 
 is matched against the recogniser's normalised words (`recognizer_text` applied to the template's literal
 words, slots as patterns); a match is rendered back to the template's full text (the tool span rebuilt from
 the slots heard) and scored. Whether a tool call was made cannot be heard: audio-only runs do not report
-tool calls. Words that fit no template score incoherent and not correct.
+tool calls. Words that fit no template score incoherent and not correct. Only the shop's part of a fixture's
+expect_reply is scored so; its checks of the words (`says_any`, `says_all`, `matches`, `not_says`: any agent's
+words, `voicelab.measure.expectations`) are scored on the same read-back text.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import soxr
 from engines.shop import corpus
 from engines.shop.answers import score_reply
 from engines.tool_span import strip_spans
+from voicelab.measure import expectations
 from voicelab.pcm import SAMPLE_RATE
 from voicelab.speech.streaming import Recognizer
 from voicelab.speech.text import recognizer_text
@@ -45,6 +48,7 @@ class ReadBack:
     coherent: bool | None = None  # None: not scored (no expect_reply)
     correct: bool | None = None
     reason: str | None = None
+    expectations: str | None = None  # the checks' results, a JSON array (None: the turn has no checks)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -120,9 +124,15 @@ def read_back(recognizer: Recognizer, bot: np.ndarray, sr: int, spans: dict[int,
     for turn in sorted(spans):
         audio = reply_audio(bot, sr, spans[turn])
         text = recognizer_text(str(recognizer.transcribe(audio).raw)) if audio.size else ""
-        score: dict[str, Any] = {}
-        if turn in expect_replies and expect_replies[turn] is not None:
-            score = score_words(text, expect_replies[turn])
         out.append(ReadBack(turn=turn, text=text, start_s=round(spans[turn][0][0], 3),
-                            end_s=round(spans[turn][-1][1], 3), **score))
+                            end_s=round(spans[turn][-1][1], 3), **score_reply_words(text, expect_replies.get(turn))))
     return out
+
+
+def score_reply_words(text: str, expect_reply: Any) -> dict[str, Any]:
+    """ReadBack's scores of heard words: the shop's answer where the fixture gives one (`score_words`), and the
+    fixture's checks of the words (`expectations`) where it gives any."""
+    shop = expectations.shop_expect(expect_reply)
+    score: dict[str, Any] = {} if shop is None else score_words(text, shop)
+    checks = expectations.score(text, expect_reply)
+    return score if checks is None else {**score, "expectations": checks}

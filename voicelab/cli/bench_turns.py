@@ -158,7 +158,8 @@ def _curve_table(result: dict[str, Any], g: str, passes: str) -> None:
 
     f = bench.fmt_ms
     grp = result["groups"][g]
-    table = Table(title=f"{g}: {grp['pauses']} mid-turn pauses, {grp['ends']} true ends; "
+    unheard = f" ({grp['vad_unheard']} cases the VAD never heard left out)" if grp.get("vad_unheard") else ""
+    table = Table(title=f"{g}: {grp['pauses']} mid-turn pauses, {grp['ends']} true ends{unheard}; "
                         f"model pass times {passes.split('_')[1]}; dead air median / p95 (ms)")
     for col in ("strategy", "at 1 %", "at 2 %", "at 5 %", "at 10 %", "cut-offs at 300 / 500 / 800 ms",
                 "shipped setting: cut-offs, dead air"):

@@ -1,8 +1,9 @@
 """`voicelab compare RUN_A RUN_B [RUN_C ...]`: each run against the baseline A, figure by figure.
 
 Exit status: 0; 1 when `--fail-on` finds a regression beyond its threshold with confidence; 3 when a figure
-that `--fail-on` gates cannot be decided (too few samples, or not measured), so a gate never passes on no
-evidence; 2 for bad input.
+that `--fail-on` gates cannot be decided (too few samples, not measured, or measured in neither run), so a gate
+never passes on no evidence; 2 for bad input. `--junit FILE` writes the gates as JUnit test cases (a failure for
+exit 1's, an error for exit 3's; `voicelab.measure.junit`), with the same exit status.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ def compare(
                                                 "'far_p95:+50ms,audible:+0' (exit 1 when the interval's lower "
                                                 "bound of the regression exceeds the threshold)")] = None,
     html_out: Annotated[Path | None, typer.Option("--html", help="also write an HTML page here")] = None,
+    junit: Annotated[Path | None, typer.Option("--junit", help="with --fail-on: also write each gate as a JUnit "
+                                               "test case here (a regression a failure, a gate the runs cannot "
+                                               "decide an error); the exit status is the same")] = None,
     resamples: Annotated[int, typer.Option(help="bootstrap resamples per figure")] = RESAMPLES,
     seed: Annotated[int, typer.Option(help="bootstrap seed")] = 0,
 ) -> None:
@@ -42,6 +46,7 @@ def compare(
         WORSE,
         CompareError,
         compare_runs,
+        gates,
         parse_fail_on,
         regressions,
         row_cells,
@@ -52,6 +57,8 @@ def compare(
 
     if len(runs) < 2:
         fail("compare needs at least two run folders (the baseline first)")
+    if junit is not None and fail_on is None:
+        fail(f"--junit {junit}: needs --fail-on (its gates are the test cases)")
     try:
         thresholds = parse_fail_on(fail_on) if fail_on is not None else {}
         data = [load_run(r) for r in runs]
@@ -73,6 +80,14 @@ def compare(
     failures = regressions(comparisons, thresholds)
     if html_out is not None:
         console.print(f"html: {write_html(html_out, comparisons, failures)}")
+    if junit is not None:
+        from voicelab.measure.junit import Suite, gate_cases, write
+
+        suite = Suite("compare", tuple(gate_cases(gates(comparisons, thresholds))))
+        try:
+            console.print(f"junit: {write(junit, [suite])}")
+        except OSError as exc:
+            fail(f"--junit {junit}: cannot write: {exc.strerror or exc}")
     if failures:
         for f in failures:
             typer.echo(f"regression: {f}", err=True)

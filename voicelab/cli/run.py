@@ -12,6 +12,7 @@ from typer._click import core as click_core  # typer carries its own click
 
 from engines.errors import CheckpointError, EngineSpecError
 from voicelab.cli import options as o
+from voicelab.cli.call import check_junit_path, report_expectations
 from voicelab.cli.common import fail, quiet_pipecat_logs
 from voicelab.fixtures import FixtureError
 from voicelab.gate import GateConfigError
@@ -101,6 +102,12 @@ def run(
                                        rich_help_panel=o.OUTPUT)] = False,
     json_out: Annotated[bool, typer.Option("--json", help="print the summary (a list for a matrix) as JSON on "
                                            "stdout instead of the tables", rich_help_panel=o.OUTPUT)] = False,
+    junit: Annotated[Path | None, typer.Option(help="also write the fixtures' expectation checks as JUnit XML here "
+                                                    "(a test case per check; a suite per run folder)",
+                                               rich_help_panel=o.OUTPUT)] = None,
+    fail_on_expectations: Annotated[bool, typer.Option(
+        "--fail-on-expectations", help="exit 1 when an expectation check failed, 3 when no turn carried any "
+        "(default: the checks never change the exit status)", rich_help_panel=o.OUTPUT)] = False,
 ) -> None:
     """Run recorded calls through the voice pipeline in real time; write the run folder and print tables."""
     params = dict(locals())
@@ -118,6 +125,7 @@ def run(
         check_ray(ray, concurrency, cpus_per_task)
         for cfg in configs:  # every refusal before a model loads or a folder is made
             check_engine(cfg)
+        check_junit_path(junit)
         check_out_dir(out)
         console = Console(stderr=True) if json_out else None
         root = run_fixtures(fixtures, configs, out, matrix=bool(matrix), command=list(sys.argv), repeat=repeat,
@@ -129,6 +137,10 @@ def run(
     if json_out:
         summaries = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(root.rglob("summary.json"))]
         typer.echo(json.dumps(summaries if matrix else summaries[0], indent=1))
+    status = report_expectations(Console(stderr=json_out), sorted(p.parent for p in root.rglob("summary.json")),
+                                 junit, fail_on_expectations)
     failed = failed_runs(root)
     if failed:
         fail(f"no turn of {', '.join(str(f) for f in failed)} went without an error (see its events.jsonl)", 1)
+    if status:
+        raise typer.Exit(status)

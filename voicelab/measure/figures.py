@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from voicelab.measure.events import Event, EventKind
+from voicelab.measure.expectations import tally
 
 if TYPE_CHECKING:  # typing only: metrics imports this module
     from voicelab.measure.metrics import TurnFacts
@@ -53,13 +54,16 @@ class CatalogueError(ValueError):
 
 @dataclass(frozen=True)
 class Narrow:
-    """A column of the console's narrow per-turn table. show: "num", "blank" (nothing for None), "ok_wrong"."""
+    """A column of the console's narrow per-turn table. show: "num", "blank" (nothing for None), "ok_wrong",
+    "text" (folded words), "checks" (an `expectations` cell: passed/checked and the failed checks). `optional`:
+    the column is left out when no row has a value (the read-back words of a line run)."""
 
     header: str
     at: int
     justify: str | None = None
     overflow: str | None = None
     show: str = "num"
+    optional: bool = False
 
 
 @dataclass(frozen=True)
@@ -92,7 +96,7 @@ class Wide:
 class Overall:
     """A row of the console's overall table, read from summary.json at `key` (dotted). show: "num" (nd
     decimals), "p50"/"p95" (with the interval), "share" (a percentage), "share_of" (with the count at `n`),
-    "parts" (the `parts` sub-keys joined by '/')."""
+    "count_of" (a count of the count at `n`), "parts" (the `parts` sub-keys joined by '/')."""
 
     label: str
     at: int
@@ -312,6 +316,14 @@ def _audible_per_100_words(s: SummaryData) -> float | None:
     return _r(100.0 * audible / spoken, 3) if audible is not None and spoken > 0 else None
 
 
+def _expectations(s: SummaryData, passed: bool) -> int | None:
+    """Checks passed (or checked) over the turns' `expectations` cells; None when no turn had one."""
+    cells = s.values("expectations")
+    if not cells:
+        return None
+    return sum(tally(c)[0 if passed else 1] for c in cells)
+
+
 def _slots_read_rows(s: SummaryData) -> list[dict[str, Any]]:
     return [r for r in s.known("answer_correct") if r.get("slots_read")]
 
@@ -416,6 +428,16 @@ _CATALOGUE: list[Figure] = [
                   Result("answers_correct", "answers correct", "correct", 19, "answers.correct", "share", n="answers.n",
                          headline=True),
                   ReportLineTurn(11))),
+    Figure("expectations", "json", "", "the fixture's checks of the reply's words (says_any, says_all, matches, "
+                                       "not_says): a JSON array, one object per check: check, want, passed, detail; "
+                                       "null: the turn has none (docs/own-calls.md)",
+           lambda t: t.answer["expectations"], "string", line="recording",
+           summary=(Summary("answers.expectations_passed", "checks passed over every turn's expectations",
+                            lambda s: _expectations(s, True), 57),
+                    Summary("answers.expectations", "checks made", lambda s: _expectations(s, False), 58)),
+           views=(Narrow("checks", 5, overflow="fold", show="checks", optional=True),
+                  Overall("expectations passed", 16, "answers.expectations_passed", "count_of",
+                          n="answers.expectations"))),
     Figure("wrong_tool_call", "flag", "lower", "a tool call where the fixture expected none (or another one)",
            lambda t: t.answer["wrong_tool_call"], "bool", line="recording",
            summary=(Summary("answers.wrong_tool_calls", "count of the scored replies",
@@ -597,11 +619,11 @@ _CATALOGUE: list[Figure] = [
     Figure("first_commit_ms", "ms", "lower", "llm_request -> first gate_commit, the engine's own time",
            lambda t: t.engine["first_commit_ms"], "float64",
            summary=(Summary("engine_figures.first_commit_ms_p50", "median", lambda s: s.median("first_commit_ms"), 80),),
-           views=(Overall("engine first commit p50 ms", 17, "engine_figures.first_commit_ms_p50"),)),
+           views=(Overall("engine first commit p50 ms", 18, "engine_figures.first_commit_ms_p50"),)),
     Figure("engine_ms", "ms", "lower", "llm_request -> engine_done", lambda t: t.engine["engine_ms"], "float64",
            summary=(Summary("engine_figures.tokens_per_s", "tokens over engine seconds of the finished generations, "
                                                            "2 decimals", _tokens_per_s, 81),),
-           views=(Overall("engine tokens/s", 18, "engine_figures.tokens_per_s"),)),
+           views=(Overall("engine tokens/s", 19, "engine_figures.tokens_per_s"),)),
     Figure("tokens", "tokens", "", "tokens generated (engine_done)", lambda t: t.engine["tokens"], "int32"),
     Figure("steps", "count", "", "engine steps (engine_done)", lambda t: t.engine["steps"], "int32"),
     Figure("forwards", "count", "lower", "model forward passes (engine_done)", lambda t: t.engine["forwards"], "int32",
@@ -633,7 +655,7 @@ _CATALOGUE: list[Figure] = [
            "float64", line=_EVENTS,
            summary=(Summary("truth.far_abs_diff_ms_p95", "p95 of |far_ms - WAV FAR| over matched turns",
                             lambda s: _truth_p95(s, "far_ms"), 90),),
-           views=(Overall("truth: FAR Δp95 ms (events vs WAV)", 19, "truth.far_abs_diff_ms_p95"),
+           views=(Overall("truth: FAR Δp95 ms (events vs WAV)", 20, "truth.far_abs_diff_ms_p95"),
                   Result("truth_far", "truth: FAR, events against the WAV (p95 of the difference)", "truth FAR Δ ms", 26,
                          "truth.far_abs_diff_ms_p95", "ms"),
                   ReportSummary("truth FAR |diff| p95", 9, "truth.far_abs_diff_ms_p95"))),
@@ -650,9 +672,10 @@ _CATALOGUE: list[Figure] = [
     Figure("talk_over_ms", "ms", "lower", "the agent audible during the caller's true speech (10 ms windows)",
            "the line run (voicelab.call.line_run)", line="recording",
            summary=(Summary("talk_over_ms", f"{_LATENCY}, answered turns (set by the line run)", None, 95),),
-           views=(ReportLineTurn(8),)),
+           views=(Flag("talk-over ms", 10, when="positive"), ReportLineTurn(8))),
     Figure("readback_text", "text", "", "the agent's reply as the lab's recogniser read it back from the recording",
-           "the line run (voicelab.call.line_run)", line="recording", views=(ReportLineTurn(12),)),
+           "the line run (voicelab.call.line_run)", line="recording",
+           views=(Narrow("heard", 6, overflow="fold", show="text", optional=True), ReportLineTurn(12))),
     Figure("false_barge_in_by", "label", "", "what showed the false barge-in: the agent's clear, or its silence",
            "the line run (voicelab.call.line_run)", line="recording", views=(ReportLineTurn(10),)),
     # figures of summary.json only
@@ -668,7 +691,7 @@ _CATALOGUE: list[Figure] = [
            line=_EVENTS),
     Figure("tool_calls", "count", "", "tool_call rows by outcome: executed, confirmed, refused",
            summary=(Summary("tool_calls", "counts by outcome", _tool_calls, 60),),
-           views=(Overall("tool calls run/confirmed/refused", 16, "tool_calls", "parts",
+           views=(Overall("tool calls run/confirmed/refused", 17, "tool_calls", "parts",
                           parts=("executed", "confirmed", "refused")),)),
     Figure("price", "$", "lower", "tokens, cost per call and per 1,000 calls (voicelab.analysis.price)",
            summary=(Summary("price", "set by the run (null without a published price)", None, 99),)),

@@ -52,7 +52,7 @@ import numpy as np
 from engines.shop.answers import parse_expect, score_reply
 from engines.snapshot import Snapshot
 from engines.tool_span import strip_spans
-from voicelab.measure import figures, intervals
+from voicelab.measure import expectations, figures, intervals
 from voicelab.measure.events import Event, EventKind, revised_char_offsets
 from voicelab.measure.pauses import TurnPauses, pauses_by_turn
 from voicelab.speech.wer import comparable_words, word_error_rate
@@ -541,7 +541,8 @@ def _turn_facts(call_id: str, turn: int, evs: list[Event], barged: set[int],
         call_id=call_id, turn=turn, said=said, reply=reply, events=evs, far=_ms(said.end, onset), cut_in=cut_in,
         preemptive=preempt, preempt_wasted=wasted, heard_errors=heard_errors, played_words=played_words, cut=cut,
         revisions=_revisions(reply), answer=_answer(answered, said.expect_reply), stt=stt,
-        slots_read=slots_read(stt["stt_text"], said.expect_reply), path=_critical_path(said.end, at, onset),
+        slots_read=slots_read(stt["stt_text"], expectations.shop_expect(said.expect_reply)),
+        path=_critical_path(said.end, at, onset),
         stop_latency=_stop_latency(evs, turn, said, onset), engine=_engine_figures(reply, at),
         speculative=_speculative(reply), barged=turn in barged, pauses=paused.get(turn))
 
@@ -561,15 +562,19 @@ def slots_read(reading: str | None, expect: Any) -> bool | None:
     return all(have[w] >= n for w, n in need.items())
 
 
-def _answer(done: Event | None, expect: Any) -> dict[str, Any]:
-    """The reply's answer scores (engines.shop.answers): coherent always, correct when the fixture says what is."""
+def _answer(done: Event | None, expect_reply: Any) -> dict[str, Any]:
+    """The reply's answer scores (engines.shop.answers): coherent always, correct when the fixture says what is;
+    and the fixture's checks of its words (`voicelab.measure.expectations`; no reply: nothing was said)."""
     text = None if done is None or done.payload.get("cancelled") else done.payload.get("text")
+    checks = expectations.score(text if isinstance(text, str) else None, expect_reply)
+    expect = expectations.shop_expect(expect_reply)
     if not isinstance(text, str) or not text.strip():
-        return {"answer_text": None, "coherent": None, "answer_correct": None, "wrong_tool_call": None}
+        return {"answer_text": None, "coherent": None, "answer_correct": None, "wrong_tool_call": None,
+                "expectations": checks}
     score = score_reply(text, expect if expect is not None else "fallback")
     return {"answer_text": text, "coherent": score.coherent,
             "answer_correct": score.correct if expect is not None else None,
-            "wrong_tool_call": score.wrong_tool_call if expect is not None else None}
+            "wrong_tool_call": score.wrong_tool_call if expect is not None else None, "expectations": checks}
 
 
 def _engine_timing(reply: list[Event], llm_request: int | None) -> tuple[int | None, float | None, float | None]:

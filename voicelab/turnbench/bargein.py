@@ -6,7 +6,7 @@ From the cached scores (Silero's windows, the recogniser's final reading, the de
 and P(complete) on it) it replays what `voicelab.pipeline.turns.barge_in_strategy.PauseThenDecide` does:
 
 - the pause trigger: the onset VAD (Silero's confidence >= 0.7 on a window louder than -40 dBFS, the
-  `LevelGatedVAD` gate; 2 windows, 64 ms, to start) pauses the bot; the turn VAD (0.2 s / 0.2 s) too, if first;
+  `LevelGatedVAD` gate; `ONSET_START_SECS` of windows to start) pauses the bot; the turn VAD (0.2 s / 0.2 s) too, if first;
 - `PausedBot` (the pure rule's per-pause state, the object `PauseThenDecide` keeps too) hears the turn VAD's
   start and stop, the onset VAD's quiet, and the final reading when it lands
   (the VAD stop plus the pass time, or at the stop with pass times left out), and decides every 20 ms.
@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from voicelab.rules.barge_in import PauseAction, PausedBot, PauseThresholds
+from voicelab.rules.barge_in import ONSET_START_SECS, ONSET_STOP_SECS, PauseAction, PausedBot, PauseThresholds
 from voicelab.turnbench.replay import DEFAULT_VAD, VadParams, vad_events
 
-ONSET_VAD = VadParams(start_secs=0.064, stop_secs=0.2, min_volume=0.0)  # voicelab.pipeline.turns.factory
+ONSET_VAD = VadParams(start_secs=ONSET_START_SECS, stop_secs=ONSET_STOP_SECS, min_volume=0.0)
 GATE_DBFS = -40.0
 TICK_MS = 20.0
 PARTIAL_EVERY_S = 0.5

@@ -113,24 +113,27 @@ def main(argv: Sequence[str] | None = None) -> int:  # pragma: no cover - a comm
     from voicelab.turnbench import curve as cv
     from voicelab.turnbench.cases import CACHE_ROOT
     from voicelab.turnbench.replay import FusedReplay, trace_of
-    from voicelab.turnbench.turn_bench import load_scores, refs_for, sweep
+    from voicelab.turnbench.turn_bench import fixture_refs, load_scores, refs_for, sweep
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--train", default="generated,human-read", help="bench groups to fit on, comma-separated")
     ap.add_argument("--theta-at", default="human-read:0.05",
                     help="GROUP:RATE: the operating point, the fastest theta with at most RATE false cut-offs "
                          "on GROUP (one of the training groups)")
+    ap.add_argument("--fixtures", type=Path, nargs="*", default=None,
+                    help="fit on your own fixtures instead (their cases form the group `user`)")
     ap.add_argument("--out", type=Path, default=None, help="write the weights file here")
     ap.add_argument("--cache", type=Path, default=CACHE_ROOT)
     a = ap.parse_args(argv)
-    train = [g.strip() for g in a.train.split(",") if g.strip()]
+    train = ["user"] if a.fixtures else [g.strip() for g in a.train.split(",") if g.strip()]
     op_group, _, op_rate = a.theta_at.partition(":")
     if op_group not in train:
         print(f"--theta-at {a.theta_at}: {op_group} is not a training group ({', '.join(train)})", file=sys.stderr)
         return 2
     traces: dict[str, list[Trace]] = {}
     for g in train:
-        refs = [r for r in refs_for(g) if r.kind == "turn" and r.group == g]
+        refs = fixture_refs(a.fixtures, {}, "user") if a.fixtures else refs_for(g)
+        refs = [r for r in refs if r.kind == "turn" and r.group == g]
         traces[g] = [trace_of(d) for d in load_scores(refs, a.cache)]
     ex = examples([t for g in train for t in traces[g]])
     w = fit(ex)

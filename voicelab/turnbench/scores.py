@@ -151,7 +151,7 @@ def _reading(models: Models, audio: np.ndarray) -> dict[str, Any]:
     return {"text": t.text, "ms": t.ms, "avg_logprob": lp, "reliable": words_reliable(lp, cr, ns)}
 
 
-def _ask(models: Models, task: str, text: str) -> tuple[float | None, float]:
+def _ask_model(models: Models, task: str, text: str) -> tuple[float | None, float]:
     if not text:
         return None, 0.0
     d = models.decision().ask(task, text)
@@ -184,8 +184,8 @@ def score_turn(models: Models, case: CaseAudio, readings: bool = True) -> dict[s
             final = _reading(models, stt_audio(heard, starts, stop_times, e.t_s))
             early_stops = [t for t in stop_times if t < e.t_s] + [e.first_silent_s or e.t_s]
             early = _reading(models, stt_audio(heard, starts, early_stops, e.first_silent_s or e.t_s))
-        tp, dms = _ask(models, "turn_complete", final["text"])
-        etp, _ = _ask(models, "turn_complete", early["text"])
+        tp, dms = _ask_model(models, "turn_complete", final["text"])
+        etp, _ = _ask_model(models, "turn_complete", early["text"])
         out_stops.append(asdict(StopScores(
             t_s=e.t_s, first_silent_s=e.first_silent_s or e.t_s, audio_p=p, smart_ms=smart_ms, text=final["text"],
             text_p=tp, stt_ms=final["ms"], decision_ms=dms, reliable=final["reliable"],
@@ -204,18 +204,26 @@ def score_barge(models: Models, case: CaseAudio) -> dict[str, Any]:
         reading = {"text": fixed or "", "ms": 0.0, "avg_logprob": None, "reliable": True}
     else:
         reading = _reading(models, stt_audio(as_heard(case.audio), starts, stops, stops[-1]))
-    ip, ims = _ask(models, "interruption", reading["text"])
-    cp, _ = _ask(models, "turn_complete", reading["text"])
+    ip, ims = _ask_model(models, "interruption", reading["text"])
+    cp, _ = _ask_model(models, "turn_complete", reading["text"])
     return {"conf": conf, "vol": vol, "rms_dbfs": window_rms_dbfs(case.audio, conf.size), "starts": starts,
             "stops": stops, "reading": reading, "interruption_p": ip, "complete_p": cp, "decision_ms": ims}
 
 
-def rescore_words(docs: list[dict[str, Any]], folder: Path) -> None:
-    """Ask another decision model (`folder`, the shipped layout) about the cached readings, in place: each turn
-    stop's P(complete) on its final and early readings, each barge case's P(interruption) and P(complete). The
-    readings, audio scores and pass times stay the cache's; the decision model's pass time is re-measured."""
+def rescore_words(docs: list[dict[str, Any]], folder: Path | None = None) -> None:
+    """Ask the decision model (the shipped one, or `folder` of the same layout) about the cached readings, in
+    place: each turn stop's P(complete) on its final and early readings, each barge case's P(interruption) and
+    P(complete). The readings, audio scores and pass times stay the cache's; the decision model's pass time is
+    re-measured. Each distinct reading is asked once."""
     models = Models()
     models._decision = load_decision_model(folder)
+    memo: dict[tuple[str, str], tuple[float | None, float]] = {}
+
+    def _ask(models: Models, task: str, text: str) -> tuple[float | None, float]:
+        if (task, text) not in memo:
+            memo[(task, text)] = _ask_model(models, task, text)
+        return memo[(task, text)]
+
     for doc in docs:
         if doc.get("kind") == "barge":
             text = doc["reading"]["text"]

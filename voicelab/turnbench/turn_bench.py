@@ -132,8 +132,8 @@ def refs_for(group: str | None = None, limit: int | None = None) -> list[CaseRef
 
 def load_scores(refs: Sequence[CaseRef], cache: Path, threads: int = 2,
                 progress: Callable[[str], None] | None = None, decision: Path | None = None) -> list[dict[str, Any]]:
-    """The cached scores of every case (computing the missing ones); `decision`: a decision model folder whose
-    verdicts on the cached readings replace the shipped model's (`scores.rescore_words`)."""
+    """The cached scores of every case (computing the missing ones), with the decision model's verdicts on the
+    cached readings asked of the shipped model, or of the model in `decision` (`scores.rescore_words`)."""
     # the heavy half: pipecat, onnxruntime, torch
     from voicelab.turnbench.scores import Models, cached, rescore_words
 
@@ -149,13 +149,14 @@ def load_scores(refs: Sequence[CaseRef], cache: Path, threads: int = 2,
         out.append(doc)
         if progress is not None and (i + 1) % 25 == 0:
             progress(f"{i + 1}/{len(refs)} cases scored ({time.monotonic() - t0:.0f} s)")
-    if decision is not None:
-        from engines.errors import CheckpointError
+    # the decision model's verdicts are asked anew on every load (a few ms a reading): the cache keeps the
+    # readings, so a retrained model is benched without a cache fill and a stale verdict is never read
+    from engines.errors import CheckpointError
 
-        try:
-            rescore_words(out, decision)
-        except (CheckpointError, OSError, ValueError) as e:
-            raise TurnBenchError(f"--decision {decision}: {e}") from None
+    try:
+        rescore_words(out, decision)
+    except (CheckpointError, OSError, ValueError) as e:
+        raise TurnBenchError(f"--decision {decision}: {e}") from None
     return out
 
 
@@ -265,14 +266,20 @@ def group_report(strategy: Strategy, m: Matrices, resamples: int) -> dict[str, A
 
 def run_bench(docs: Sequence[dict[str, Any]], strategies: Sequence[Strategy], *, resamples: int = 1000,
               progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Every strategy on every group of turn cases, and the barge-in cases: the bench's whole result."""
-    traces = [trace_of(d) for d in docs if d["kind"] == "turn"]
+    """Every strategy on every group of turn cases, and the barge-in cases: the bench's whole result.
+
+    A case in which the default VAD never starts (far-field or quiet speech it does not hear) opens no turn, so no
+    turn-end rule can act on it: such cases are counted per group (`vad_unheard`) and left out of the curves,
+    where they would add a never-ended turn to every strategy alike."""
+    every = [trace_of(d) for d in docs if d["kind"] == "turn"]
+    traces = [t for t in every if t.starts]
     groups = [g for g in GROUPS if any(t.group == g for t in traces)]
     result: dict[str, Any] = {"groups": {}, "strategies": [], "barge_in": {}}
     for g in groups:
         ts = [t for t in traces if t.group == g]
         result["groups"][g] = {"cases": len(ts), "pauses": sum(p.kind == "pause" for t in ts for p in t.points),
-                               "ends": sum(p.kind == "end" for t in ts for p in t.points)}
+                               "ends": sum(p.kind == "end" for t in ts for p in t.points),
+                               "vad_unheard": sum(1 for t in every if t.group == g and not t.starts)}
     matrices: dict[tuple[str, str], Matrices] = {}
     for s in strategies:
         t0 = time.monotonic()

@@ -115,3 +115,48 @@ def test_cli_bad_input_is_one_line(runs: dict[str, Path], tmp_path: Path) -> Non
     res = cli.invoke(app, ["compare", str(runs["a"]), str(runs["a2"]), "--fail-on", "far:+1"])
     assert res.exit_code == 2 and "unknown figure 'far'" in res.output
     assert cli.invoke(app, ["compare", str(runs["a"])]).exit_code == 2
+
+
+def _junit_cases(path: Path) -> list[tuple[str, str]]:
+    """(name, kind) of every test case of a JUnit file: kind 'passed', 'failure' or 'error'."""
+    from xml.etree import ElementTree as ET
+
+    out = []
+    for case in ET.parse(path).getroot().iter("testcase"):
+        kind = next((k for k in ("failure", "error") if case.find(k) is not None), "passed")
+        out.append((case.get("name", ""), kind))
+    return out
+
+
+def test_cli_junit_writes_each_gate_as_a_case_with_the_exit_status_unchanged(runs: dict[str, Path],
+                                                                             tmp_path: Path) -> None:
+    cli = CliRunner()
+    res = cli.invoke(app, ["compare", str(runs["a"]), str(runs["slow"]), "--fail-on", "far_p95:+50ms,far_p50:+5000ms",
+                           "--resamples", "999", "--junit", str(tmp_path / "slow.xml")])
+    assert res.exit_code == 1, res.output
+    assert _junit_cases(tmp_path / "slow.xml") == [("far_p95 +50ms", "failure"), ("far_p50 +5000ms", "passed")]
+    ok = cli.invoke(app, ["compare", str(runs["a"]), str(runs["a2"]), "--fail-on", "far_p95:+50ms",
+                          "--resamples", "999", "--junit", str(tmp_path / "ok.xml")])
+    assert ok.exit_code == 0, ok.output
+    assert _junit_cases(tmp_path / "ok.xml") == [("far_p95 +50ms", "passed")]
+
+
+def test_cli_junit_a_gate_that_cannot_decide_is_an_error_never_a_pass(tmp_path: Path) -> None:
+    """Too few turns for a p95, and a figure neither run measured (stop latency: no barge-ins): both errors, exit 3."""
+    few = [plain_call(f"c{i}") for i in range(3)]
+    a = write_run(tmp_path, calls=few, seed=1, run_id="fa")
+    b = write_run(tmp_path, calls=few, seed=2, run_id="fb")
+    res = CliRunner().invoke(app, ["compare", str(a), str(b), "--fail-on", "far_p95:+50ms,stop_p50:+50ms",
+                                   "--resamples", "199", "--junit", str(tmp_path / "j.xml")])
+    assert res.exit_code == 3, res.output
+    assert _junit_cases(tmp_path / "j.xml") == [("far_p95 +50ms", "error"), ("stop_p50 +50ms", "error")]
+    assert "stop latency p50: measured in neither run" in res.output
+
+
+def test_cli_junit_needs_fail_on_and_a_file(runs: dict[str, Path], tmp_path: Path) -> None:
+    cli = CliRunner()
+    res = cli.invoke(app, ["compare", str(runs["a"]), str(runs["a2"]), "--junit", str(tmp_path / "j.xml")])
+    assert res.exit_code == 2 and res.output.strip().startswith("error: --junit") and "--fail-on" in res.output
+    res = cli.invoke(app, ["compare", str(runs["a"]), str(runs["a2"]), "--fail-on", "far_p50:+50",
+                           "--resamples", "199", "--junit", str(tmp_path)])
+    assert res.exit_code == 2 and "cannot write" in res.output and "Traceback" not in res.output

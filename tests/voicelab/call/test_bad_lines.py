@@ -162,9 +162,24 @@ def test_bad_arguments_are_one_line(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_a_clear_the_agent_resumes_after_is_a_pause_not_a_false_barge_in(tmp_path: Path) -> None:
+    # the agent clears on "mm hmm" and sends the rest of its reply 300 ms later, as the lab's line output does
+    with serving(ToneAgent(reply_s=4.0, clear_after_ms=100, resume_after_ms=300)) as url:
+        res = CliRunner().invoke(app, [url, "backchannel_mm_hmm", "--out", str(tmp_path), "--no-readback"])
+    assert res.exit_code == 0, res.stderr
+    run = next(tmp_path.iterdir())
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["false_barge_ins"] == 0
+    assert summary["line"]["clears"] >= 1 and summary["line"]["clears_resumed"] == summary["line"]["clears"]
+    events = [json.loads(ln) for ln in (run / "events.jsonl").read_text().splitlines()]
+    assert not any(e["kind"] == "interruption" and e["payload"].get("bot_speaking") for e in events)
+
+
+@pytest.mark.slow
 def test_a_clear_on_a_backchannel_is_a_false_barge_in(tmp_path: Path) -> None:
-    # the agent clears its long reply as soon as it hears 100 ms of the caller: "mm hmm" included
-    with serving(ToneAgent(reply_s=4.0, clear_after_ms=100)) as url:
+    # the agent clears its long reply as soon as it hears 100 ms of the caller, "mm hmm" included, and stays silent
+    # until it replies 1.5 s after the caller stopped: a stop (silent past --stop-silence-ms), not a pause
+    with serving(ToneAgent(reply_s=4.0, clear_after_ms=100, reply_after_ms=1500)) as url:
         res = CliRunner().invoke(app, [url, "backchannel_mm_hmm", "--out", str(tmp_path), "--no-readback"])
     assert res.exit_code == 0, res.stderr
     run = next(tmp_path.iterdir())

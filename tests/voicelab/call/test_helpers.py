@@ -44,8 +44,11 @@ async def read_start(ws: ServerConnection) -> str:
 
 class ToneAgent:
     def __init__(self, greeting_s: float = 0.6, reply_s: float = 1.0, burst: bool = True,
-                 clear_after_ms: float | None = 200.0) -> None:
+                 clear_after_ms: float | None = 200.0, resume_after_ms: float | None = None,
+                 reply_after_ms: float = 400.0) -> None:
         self.greeting_s, self.reply_s, self.burst, self.clear_after_ms = greeting_s, reply_s, burst, clear_after_ms
+        self.resume_after_ms = resume_after_ms  # after a clear, send the rest this long later: a pause, not a stop
+        self.reply_after_ms = reply_after_ms  # the caller's silence before a reply
         self.received: list[dict[str, Any]] = []
 
     async def __call__(self, ws: ServerConnection) -> None:
@@ -67,6 +70,7 @@ class ToneAgent:
 
         talking_until = await say(self.greeting_s, "greeting")
         replies = 0
+        resume: tuple[float, float] | None = None  # (at t, seconds of the cleared reply left)
         async for raw in ws:
             msg = json.loads(raw)
             self.received.append(msg)
@@ -74,6 +78,9 @@ class ToneAgent:
                 continue
             pcm = mulaw.decode(base64.b64decode(msg["media"]["payload"]))
             t += pcm.size / 8000.0
+            if resume is not None and t >= resume[0]:
+                talking_until = await say(resume[1], "resumed")
+                resume = None
             loud = float(np.sqrt(np.mean(pcm.astype(float) ** 2))) > 300
             if loud:
                 speech_ms += 20
@@ -83,10 +90,12 @@ class ToneAgent:
                 if (self.clear_after_ms is not None and in_speech and t < talking_until
                         and speech_ms >= self.clear_after_ms):
                     await ws.send(json.dumps({"event": "clear", "streamSid": sid}))
+                    if self.resume_after_ms is not None:
+                        resume = (t + self.resume_after_ms / 1000, talking_until - t)
                     talking_until = t
             else:
                 silence_ms += 20
-                if in_speech and silence_ms >= 400:
+                if in_speech and silence_ms >= self.reply_after_ms:
                     in_speech, speech_ms = False, 0.0
                     replies += 1
                     talking_until = await say(self.reply_s, f"reply-{replies}")

@@ -9,7 +9,7 @@ import pytest
 
 from voicelab.fixtures import load_fixture
 from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
-from voicelab.pipeline.transport.line_codec import on_line, through_line
+from voicelab.pipeline.transport.line_codec import LineUpsampler, on_line, through_line
 
 FIXTURES = Path(__file__).resolve().parents[3] / "audio_fixtures"
 
@@ -50,3 +50,23 @@ def test_the_config_names_the_line() -> None:
     assert "mulaw8k" not in PipelineConfig().slug()
     with pytest.raises(PipelineConfigError, match="line: 'gsm' is not one of direct, mulaw8k"):
         PipelineConfig(line="gsm")
+
+
+def test_the_live_lines_upsampler_streams_20_ms_at_a_time_with_2_ms_of_delay() -> None:
+    sr_in, sr_out = 8000, 16000
+    t = np.arange(sr_in) / sr_in
+    x = (10000 * np.sin(2 * np.pi * 440 * t)).astype(np.int16)
+    chunked = LineUpsampler()
+    y = np.concatenate([chunked(x[i:i + 160]) for i in range(0, x.size, 160)])
+    assert y.dtype == np.int16 and y.size == 2 * x.size  # every chunk out at once, nothing held back
+    assert np.array_equal(y, LineUpsampler()(x))  # chunking changes nothing: the filter's state carries over
+    delay = (LineUpsampler().taps - 1) // 2
+    assert delay / sr_out <= 0.002
+    ref = 10000 * np.sin(2 * np.pi * 440 * (np.arange(y.size) - delay) / sr_out)
+    core = slice(200, -200)
+    assert np.abs(y[core] - ref[core]).max() < 50  # a speech-band tone passes: 50 in 10000
+    high = (10000 * np.sin(2 * np.pi * 3000 * t)).astype(np.int16)
+    image = LineUpsampler()(high).astype(float)  # 3 kHz in; its image at 5 kHz must be gone
+    spec = np.abs(np.fft.rfft(image[400:-400]))
+    freqs = np.fft.rfftfreq(image[400:-400].size, 1 / sr_out)
+    assert spec[np.argmin(np.abs(freqs - 5000))] < 0.01 * spec[np.argmin(np.abs(freqs - 3000))]

@@ -13,9 +13,9 @@ from voicelab.measure.events import read_events
 from voicelab.measure.figures import Flag, Narrow, Part, Wide, views
 from voicelab.measure.metrics import turn_table
 from voicelab.runs.console import (
-    _f,
     breakdown_cell,
     flags_cell,
+    fmt,
     print_summary,
     print_turns,
     summary_figures,
@@ -45,11 +45,11 @@ def test_narrow_turn_tables_fit_and_keep_every_figure(rows: list[dict], width: i
         cell = breakdown_cell(r)
         for f, part in views(Part):
             if r.get(f.name) is not None:
-                assert f"{part.label} {_f(r[f.name])}" in cell
+                assert f"{part.label} {fmt(r[f.name])}" in cell
         joined = " ".join(text.split())  # folded cells: compare without line breaks
         for figure in (r.get("far_ms"), r.get("stop_latency_ms")):
             if figure is not None:
-                assert _f(figure) in joined
+                assert fmt(figure) in joined
         for flag in filter(None, flags_cell(r).split(", ")):
             assert flag.split()[0] in joined
 

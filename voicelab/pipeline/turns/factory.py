@@ -34,6 +34,7 @@ from voicelab.pipeline.turns.barge_in_strategy import PauseThenDecide
 from voicelab.pipeline.turns.turn_end_strategy import DecideTurnEndStopStrategy
 from voicelab.pipeline.turns.turn_models import TurnModels
 from voicelab.pipeline.turns.vad_webrtc import WebrtcvadAnalyzer
+from voicelab.rules.barge_in import ONSET_START_SECS, ONSET_STOP_SECS
 from voicelab.rules.turn_end import TurnThresholds
 from voicelab.rules.turn_fusion import load_weighing
 
@@ -72,10 +73,6 @@ class WordsWhileBotSpeaks(MinWordsUserTurnStartStrategy):
         return await super().process_frame(frame)
 
 
-# the pause trigger's VAD: two Silero windows (64 ms) of speech instead of the turn VAD's start_secs; a false
-# start costs only a pause that is resumed
-ONSET_START_SECS = 0.064
-ONSET_STOP_SECS = 0.2
 
 
 def onset_vad(cfg: PipelineConfig, models: TurnModels | None = None) -> VADAnalyzer:

@@ -1,0 +1,67 @@
+"""End to end: a listening caller (booking_table_scenario) against the second agent the lab did not write,
+examples/pipecat_booking_agent.py (pipecat components and Pipecat Flows, its LLM the lab's loopback mock engine),
+each started as its own process and called by `voicelab call`: the caller answers what the agent asks, the task
+outcome is reported, and every turn has its rows."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from tests.voicelab.call.test_helpers import free_port
+from tests.voicelab.call.test_reference_agent import _wait_port
+from voicelab.analysis.tables import is_finished
+from voicelab.cli.call import call
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.mark.slow
+def test_a_scenario_call_to_the_booking_agent_gets_the_table_booked(tmp_path: Path) -> None:
+    llm_port, port = free_port(), free_port()
+    mock = subprocess.Popen([str(Path(sys.executable).parent / "voicelab"), "mock-engine", "--port", str(llm_port)],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    agent = subprocess.Popen([sys.executable, str(ROOT / "examples" / "pipecat_booking_agent.py"), "--port", str(port),
+                              "--llm-url", f"http://127.0.0.1:{llm_port}/v1"],
+                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        _wait_port(llm_port, mock, timeout_s=120.0)
+        _wait_port(port, agent)
+        app = typer.Typer()
+        app.command()(call)
+        res = CliRunner().invoke(app, [f"ws://127.0.0.1:{port}/media-stream", "booking_table_scenario",
+                                       "--out", str(tmp_path)])
+    finally:
+        for proc in (agent, mock):
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:  # a server still closing its last session
+                proc.kill()
+                proc.wait(10)
+    assert res.exit_code == 0, res.output
+    run = next(tmp_path.iterdir())
+    assert is_finished(run)
+    summary = json.loads((run / "summary.json").read_text())
+    meta = json.loads(next((run / "calls").glob("*.json")).read_text())
+    scenario = meta["scenario"]
+    assert summary["tasks"]["done"] == 1 and scenario["outcome"] == "done", scenario
+    # the caller said what was asked, in the agent's order, each chosen from the words it heard
+    assert [t["why"] for t in scenario["turns"]][:4] == ["fact:name", "fact:day", "fact:time", "fact:party"]
+    assert scenario["turns"][-1]["why"] == "closing"
+    said = [u["text"] for u in meta["utterances"]]
+    assert said == [t["line"] for t in scenario["turns"] if t["line"] is not None]
+    # every turn has its rows: a FAR and the agent's words read back
+    with (run / "turns.csv").open(encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r["turn"]) for r in rows] == list(range(len(said)))
+    assert all(r["far_ms"] and float(r["far_ms"]) > 0 and r["readback_text"] for r in rows), rows
+    assert summary["far_ms"]["n"] == len(said) and "tasks: 00-booking_table_scenario done" in res.output
+    assert "your table is" in rows[-2]["readback_text"]  # "booked" itself is often read as "book"

@@ -1,0 +1,137 @@
+"""The listening caller (voicelab.call.listening) against a scripted bot on a simulated clock: each line is chosen
+from the words of the reply before it, started by its own start rule, and the task outcome is reported."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pytest
+
+from voicelab.call.carrier import CallOptions
+from voicelab.call.listening import Ear, ListeningCaller, as_script, listening_options, load_scenarios
+from voicelab.call.pacing import LINE_RATE
+from voicelab.call.scenario import ScenarioError
+from voicelab.fixtures.format import FIXTURES_ROOT, load_fixture
+from voicelab.measure.recording import CallRecorder
+
+FIXTURE = FIXTURES_ROOT / "booking_table_scenario"
+
+
+@dataclass
+class _Heard:
+    raw: str
+
+
+class _ScriptedRecognizer:
+    """Says the agent's next prompt whatever the audio: one reading per stretch of reply."""
+
+    def __init__(self, prompts: list[str]) -> None:
+        self.prompts = list(prompts)
+        self.calls = 0
+
+    def transcribe(self, audio: object) -> _Heard:
+        self.calls += 1
+        return _Heard(self.prompts.pop(0) if self.prompts else "")
+
+
+async def _converse(prompts: list[str]) -> tuple[ListeningCaller, list[tuple[int, float]]]:
+    """A bot that greets from 0.5 to 2.5 s and speaks 2 s, 0.8 s after each caller line ends; returns the caller
+    and (turn, start) of every line it played."""
+    fx = load_fixture(FIXTURE, sample_rate=LINE_RATE)
+    scenario = load_scenarios([fx])[str(fx.path)]
+    recorder = CallRecorder(LINE_RATE, seconds=120.0)
+    recorder.mark(120 * LINE_RATE)
+    caller = ListeningCaller(fx, scenario, Ear(_ScriptedRecognizer(prompts)), recorder)
+    pending = [(0.5, "on"), (2.5, "off")]
+    played: list[tuple[int, float]] = []
+    t = 0.0
+    while t < 110.0 and not caller.done(t):
+        for ev in sorted(e for e in pending if e[0] <= t):
+            pending.remove(ev)
+            (caller.bot_audio_started if ev[1] == "on" else caller.bot_audio_stopped)(ev[0])
+        for clip in caller.due(t):
+            caller.clip_started(clip.turn, clip.start_s)
+            played.append((clip.turn, clip.start_s))
+            end = clip.start_s + caller.played[clip.turn].duration_s
+            pending += [(end + 0.8, "on"), (end + 2.8, "off")]
+        for _ in range(200):  # let a reading finish in its worker thread
+            if all(j.done() for j in caller._jobs.values()):
+                break
+            await asyncio.sleep(0.001)
+        t = round(t + 0.02, 6)
+    return caller, played
+
+
+def test_each_line_answers_the_reply_before_it_and_the_task_is_done() -> None:
+    prompts = ["Hello, Harbour Kitchen. May I have your name, please?", "What day would you like to come?",
+               "And what time?", "How many people will there be?", "A table for 4 on Friday at 7 pm. Is that right?",
+               "Great, your table is booked.", "Goodbye!"]
+    caller, played = asyncio.run(_converse(prompts))
+    assert [t.text for t in caller.played] == ["it is carla", "on friday", "at 7 pm", "it is for 4",
+                                               "yes that is right", "no that is all thank you goodbye"]
+    assert [h["why"] for h in caller.heard] == ["fact:name", "fact:day", "fact:time", "fact:party", "confirm",
+                                                "closing"]
+    assert caller.outcome == "done" and caller.report()["outcome"] == "done"
+    # each line starts by its own rule: its delay after the end of the reply it answers (the reading was instant)
+    assert played[0][1] == pytest.approx(2.5 + caller.played[0].start.delay_s, abs=0.03)
+    assert all(h["late_ms"] <= 30 for h in caller.heard)
+    assert [turn for turn, _ in played] == list(range(6))
+
+
+def test_an_agent_that_never_answers_gets_repairs_then_the_caller_gives_up() -> None:
+    caller, played = asyncio.run(_converse(["hello, how can i help"] + ["mm"] * 10))
+    assert [h["why"] for h in caller.heard] == ["opening", "repair", "repair", "give_up"]
+    assert caller.outcome == "gave_up" and len(played) == 4
+
+
+def test_the_fixed_script_is_the_scenarios_script_in_order() -> None:
+    fx = load_fixture(FIXTURE, sample_rate=LINE_RATE)
+    script = as_script(fx)
+    assert tuple(t.text for t in script.turns) == load_scenarios([fx])[str(fx.path)].script
+    assert [t.index for t in script.turns] == list(range(6)) and len(fx.turns) == 9
+
+
+def test_a_fixture_without_a_scenario_keeps_its_scheduler_and_options() -> None:
+    fx = load_fixture(FIXTURES_ROOT / "single_question", sample_rate=LINE_RATE)
+    opts = CallOptions()
+    assert listening_options(opts, [fx], load_scenarios([fx]), lambda: _ScriptedRecognizer([])) is opts
+    assert as_script(fx) is fx
+
+
+def test_the_listening_options_leave_room_for_every_line(tmp_path: Path) -> None:
+    fx = load_fixture(FIXTURE, sample_rate=LINE_RATE)
+    opts = listening_options(CallOptions(), [fx], load_scenarios([fx]), lambda: _ScriptedRecognizer([]))
+    assert opts.caller is not None and opts.max_call_s is not None and opts.max_call_s > 13 * 6.0
+    played, caller = opts.caller(fx, CallRecorder(LINE_RATE), opts)
+    assert isinstance(caller, ListeningCaller) and played.turns == [] and played.name == fx.name
+
+
+def test_a_scenario_naming_a_line_the_fixture_lacks_is_refused_before_any_call() -> None:
+    fx = load_fixture(FIXTURE, sample_rate=LINE_RATE)
+    bad = replace(fx, scenario={**(fx.scenario or {}), "repair": "pardon me"})
+    with pytest.raises(ScenarioError, match=r"scenario\.repair: 'pardon me' is no turn's text"):
+        load_scenarios([bad])
+
+
+def test_voicelab_call_refuses_a_bad_scenario_in_one_line_before_dialing(tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    import typer
+    from typer.testing import CliRunner
+
+    from voicelab.cli.call import call
+
+    fx = tmp_path / "bad_scenario"
+    shutil.copytree(FIXTURE, fx)
+    doc = json.loads((fx / "fixture.json").read_text(encoding="utf-8"))
+    doc["scenario"]["facts"][0]["say"] = ["my name is nobody"]
+    (fx / "fixture.json").write_text(json.dumps(doc), encoding="utf-8")
+    app = typer.Typer()
+    app.command()(call)
+    res = CliRunner().invoke(app, ["ws://127.0.0.1:9/media-stream", str(fx), "--out", str(tmp_path / "runs")])
+    assert res.exit_code == 2
+    assert "scenario.facts[0].say: 'my name is nobody' is no turn's text" in res.output
+    assert "Traceback" not in res.output and not (tmp_path / "runs").exists()
