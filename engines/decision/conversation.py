@@ -108,7 +108,7 @@ def _example(r: random.Random, turns: Sequence[TranscriptTurn], whole: frozenset
              stops_complete: bool = False) -> dc.DecisionExample:
     for _ in range(50):
         t = r.choice(turns)
-        if answer and r.random() < SHORT_SHARE:
+        if answer and SHORT_SHARE and r.random() < SHORT_SHARE:  # no draw at 0: the same stream as before
             text = r.choice(sorted(STANDALONE))  # after the other side's line, as the turn it stands for
         elif answer:
             text = r.choice([t.text, *stop_prefixes(t)]) if stops_complete else t.text

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,37 +14,21 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from tests.voicelab.call.test_helpers import free_port
-from tests.voicelab.call.test_reference_agent import _wait_port
+from tests.voicelab.call.agent_process import example_agent, serving
 from voicelab.analysis.tables import is_finished
 from voicelab.cli.call import call
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.slow
 def test_a_scenario_call_to_the_booking_agent_gets_the_table_booked(tmp_path: Path) -> None:
-    llm_port, port = free_port(), free_port()
-    mock = subprocess.Popen([str(Path(sys.executable).parent / "voicelab"), "mock-engine", "--port", str(llm_port)],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    agent = subprocess.Popen([sys.executable, str(ROOT / "examples" / "pipecat_booking_agent.py"), "--port", str(port),
-                              "--llm-url", f"http://127.0.0.1:{llm_port}/v1"],
-                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        _wait_port(llm_port, mock, timeout_s=120.0)
-        _wait_port(port, agent)
+    mock_cmd = [str(Path(sys.executable).parent / "voicelab"), "mock-engine"]
+    with serving(mock_cmd, timeout_s=120.0) as (llm_port, _), \
+            serving(example_agent("pipecat_booking_agent.py", "--llm-url", f"http://127.0.0.1:{llm_port}/v1"),
+                    timeout_s=60.0) as (port, _):
         app = typer.Typer()
         app.command()(call)
         res = CliRunner().invoke(app, [f"ws://127.0.0.1:{port}/media-stream", "booking_table_scenario",
                                        "--out", str(tmp_path)])
-    finally:
-        for proc in (agent, mock):
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:  # a server still closing its last session
-                proc.kill()
-                proc.wait(10)
     assert res.exit_code == 0, res.output
     run = next(tmp_path.iterdir())
     assert is_finished(run)

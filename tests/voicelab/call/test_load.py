@@ -6,17 +6,13 @@ from __future__ import annotations
 import csv
 import json
 import os
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 import typer
 from typer.testing import CliRunner
 
-from tests.voicelab.call.test_helpers import free_port
+from tests.voicelab.call.agent_process import example_agent, serving
 from voicelab.analysis.tables import is_finished
 from voicelab.call.line_run import load_line_fixtures
 from voicelab.call.load import (
@@ -30,19 +26,6 @@ from voicelab.call.load import (
     write_load_files,
 )
 from voicelab.cli.call import call
-
-ROOT = Path(__file__).resolve().parents[3]
-
-
-def _listening(port: int, proc: subprocess.Popen[bytes], timeout_s: float = 90.0) -> None:
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        assert proc.poll() is None, f"the reference agent exited with {proc.returncode}"
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.2)
-    raise TimeoutError(f"the reference agent did not listen on {port} within {timeout_s:g} s")
 
 
 def test_levels_parse_sorted_and_bad_ones_are_one_line() -> None:
@@ -97,17 +80,10 @@ def test_the_cpu_of_a_process_of_this_machine_and_of_none() -> None:
 
 @pytest.mark.slow
 def test_two_calls_at_once_against_the_reference_agent(tmp_path: Path) -> None:
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, str(ROOT / "examples" / "pipecat_phone_agent.py"), "--port", str(port)],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        _listening(port, proc)
+    with serving(example_agent("pipecat_phone_agent.py")) as (port, proc):
         url = f"ws://127.0.0.1:{port}/media-stream"
         assert agent_pid(url) == proc.pid
         root, rows = load_sweep(url, load_line_fixtures(["single_question"]), [2], tmp_path, readback=False)
-    finally:
-        proc.terminate()
-        proc.wait(10)
     [row] = rows
     assert row.concurrency == 2 and row.calls == 2 and row.calls_failed == 0
     assert row.agent_cpu_pct is not None and row.agent_cpu_pct > 0  # FAR may be None: a cold agent on 2 cores

@@ -7,10 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -18,7 +14,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from tests.voicelab.call.test_helpers import free_port
+from tests.voicelab.call.agent_process import example_agent, serving
 from voicelab.analysis.tables import is_finished
 from voicelab.cli.call import call, read_turn_rows
 from voicelab.measure.expectations import cell_text, from_json, score, tally
@@ -27,32 +23,13 @@ from voicelab.runs.console import turn_cells
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout_s: float = 60.0) -> None:
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the reference agent exited with {proc.returncode}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.2)
-    raise TimeoutError(f"the reference agent did not listen on {port} within {timeout_s:g} s")
-
-
 @pytest.mark.slow
 def test_reference_pipecat_agent_end_to_end(tmp_path: Path) -> None:
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, str(ROOT / "examples" / "pipecat_phone_agent.py"), "--port", str(port)],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        _wait_port(port, proc)
+    with serving(example_agent("pipecat_phone_agent.py"), timeout_s=60.0) as (port, _):
         app = typer.Typer()
         app.command()(call)
         res = CliRunner().invoke(app, [f"ws://127.0.0.1:{port}/media-stream", "single_question",
                                        "--out", str(tmp_path)])
-    finally:
-        proc.terminate()
-        proc.wait(10)
     assert res.exit_code == 0, res.stderr
     run = next(tmp_path.iterdir())
     assert is_finished(run)
@@ -84,18 +61,11 @@ def test_reference_agent_tables_say_what_turns_parquet_and_the_summary_say(tmp_p
     """Every answer, checks and flags cell of the printed per-turn table comes from turns.parquet's row, and
     counted over the table they give the summary's answers, expectations and false barge-ins (the "mm hmm" that
     stops the echo agent is flagged in its own row)."""
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, str(ROOT / "examples" / "pipecat_phone_agent.py"), "--port", str(port)],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        _wait_port(port, proc)
+    with serving(example_agent("pipecat_phone_agent.py"), timeout_s=60.0) as (port, _):
         app = typer.Typer()
         app.command()(call)
         res = CliRunner().invoke(app, [f"ws://127.0.0.1:{port}/media-stream", str(_checked_copy(tmp_path)),
                                        "backchannel_mm_hmm", "--out", str(tmp_path / "runs")])
-    finally:
-        proc.terminate()
-        proc.wait(10)
     assert res.exit_code == 0, res.output
     run = next((tmp_path / "runs").iterdir())
     summary = json.loads((run / "summary.json").read_text())
