@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -12,29 +11,19 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from tests.voicelab.call.test_helpers import free_port
-from tests.voicelab.call.test_reference_agent import _wait_port
+from tests.voicelab.call.agent_process import serving
 from voicelab.analysis.tables import is_finished
 from voicelab.cli.call import call
 from voicelab.web.media_stream import PATH
 
-ROOT = Path(__file__).resolve().parents[3]
-
 
 @pytest.mark.slow
 def test_call_measures_the_labs_own_media_stream_endpoint(tmp_path: Path) -> None:
-    port = free_port()
-    serve = subprocess.Popen([sys.executable, "-m", "voicelab.cli.app", "serve", "--port", str(port)], cwd=ROOT,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        _wait_port(port, serve, timeout_s=120)
+    with serving([sys.executable, "-m", "voicelab.cli.app", "serve"], timeout_s=120) as (port, _):
         app = typer.Typer()
         app.command()(call)
         res = CliRunner().invoke(app, [f"ws://127.0.0.1:{port}{PATH}", "single_question", "--out", str(tmp_path),
                                        "--no-readback"])
-    finally:
-        serve.terminate()
-        serve.wait(20)
     assert res.exit_code == 0, res.stderr
     run = next(tmp_path.iterdir())
     assert is_finished(run)
