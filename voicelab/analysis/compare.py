@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from voicelab.analysis.agreement import Agreement, agreement, verdicts
 from voicelab.analysis.report import CSS, _img
 from voicelab.analysis.tables import RunData
 from voicelab.measure.figures import Live, Paired, views
@@ -102,6 +103,7 @@ class Comparison:
     b_label: str
     rows: list[FigureDiff] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    expectations: Agreement | None = None  # the turns' expectation verdicts, A against B (None: neither scored)
 
 
 # ---- samples -----------------------------------------------------------------------------------------------
@@ -231,6 +233,8 @@ def compare_runs(a: RunData, b: RunData, *, seed: int = SEED, n_resamples: int =
     if c.rows and not any(r.diff.paired for r in c.rows):
         c.notes.append("the runs share no fixture turns played alike: differences are unpaired (wider)")
     c.notes += _too_short(c.rows, min(repeats(a), repeats(b)))
+    va, vb = (verdicts(r.turns.to_dict("records"), lambda cid, r=r: _fixture_of(r, cid)) for r in (a, b))
+    c.expectations = agreement(va, vb) if va or vb else None
     return c
 
 

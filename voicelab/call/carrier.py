@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -63,7 +63,7 @@ class CallOptions:
     answer_timeout_s: float = 15.0  # the agent sent no audio at all this long after the caller's first turn
     no_reply_timeout_s: float = 6.0  # a turn waiting on a reply that never came starts anyway (schedule.py)
     greeting: bool = True  # the agent is expected to greet (turn 0's bot_audio_* rules wait for it)
-    clear_pause_s: float = 0.8  # a clear the agent's audio comes back within is a pause, not a stop
+    clear_pause_s: float = 2.0  # a clear the agent's audio comes back within is a pause, not a stop
     max_call_s: float | None = None
     # a caller that chooses its turns during the call (voicelab.call.listening): (fixture as played, its scheduler)
     caller: Callable[[Fixture, CallRecorder, CallOptions], tuple[Fixture, CallerScheduler]] | None = None
@@ -347,9 +347,24 @@ async def place_call(url: str, fixture: Fixture, call_id: str, opts: CallOptions
             except ConnectionClosed:
                 pass
             await ws.close()
+    return _result(call, fixture, failure)
+
+
+def failed_call(url: str, fixture: Fixture, call_id: str, failure: str, opts: CallOptions | None = None,
+                writer: EventWriter | None = None) -> CallResult:
+    """The result of a call that never reached the line (its caller process died, say): no audio, `failure`."""
+    call = _Call(url, fixture, call_id, replace(opts or CallOptions(), caller=None), writer)  # nobody listens
+    call.log.restart_clock()
+    call.log.log(K.CALL_START, -1, {"fixture": fixture.name, "url": url})
+    call.log.log(K.CALL_END, -1, {})
+    return _result(call, fixture, failure)
+
+
+def _result(call: _Call, fixture: Fixture, failure: str | None) -> CallResult:
+    """`fixture`: as given (a listening caller's call holds its turns as played)."""
     if failure is not None:
         call.failure = failure
-        call.log.error("line", f"{url}: {failure}", turn=-1)
-    return CallResult(call_id=call_id, fixture=fixture, url=url, log=call.log, recorder=call.recorder,
-                      line=call.line, scheduler=call.scheduler, ids=call.ids, failure=call.failure,
-                      duration_s=call.recorder.end / LINE_RATE, close=call.closed or {})
+        call.log.error("line", f"{call.url}: {failure}", turn=-1)
+    return CallResult(call_id=call.log.call_id, fixture=fixture, url=call.url, log=call.log,
+                      recorder=call.recorder, line=call.line, scheduler=call.scheduler, ids=call.ids,
+                      failure=call.failure, duration_s=call.recorder.end / LINE_RATE, close=call.closed or {})

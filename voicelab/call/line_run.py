@@ -52,7 +52,9 @@ LINE_TURN_COLUMNS = line_columns()
 class BargeInRule:
     """When the agent's audio counts as stopped on a backchannel without a `clear` (figures.silence_stops)."""
 
-    stop_silence_ms: float = 800.0
+    # 2 s: an agent's pause on a backchannel is silence on the line once it clears; the lab's own pauses last
+    # 0.97-1.29 s, and LiveKit Agents gives an agent 2 s to resume (docs/decisions/line-stop-silence-2s.md)
+    stop_silence_ms: float = 2000.0
     grace_ms: float = 1200.0
 
 
@@ -83,8 +85,20 @@ def load_line_fixtures(specs: Sequence[str]) -> list[Fixture]:
     return [load_fixture(p, sample_rate=LINE_RATE) for p in select(list(specs) or ["default"])]
 
 
-async def play_all(url: str, plan: Sequence[tuple[str, Fixture]], opts: CallOptions, writer: EventWriter | None,
-                   concurrency: int = 1, on_done: Callable[[CallResult], None] | None = None) -> list[CallResult]:
+def play_all(url: str, plan: Sequence[tuple[str, Fixture]], opts: CallOptions, writer: EventWriter | None,
+             concurrency: int = 1, on_done: Callable[[CallResult], None] | None = None, ray: Any = None,
+             cpus_per_call: float = 1.0) -> list[CallResult]:
+    """Every call of the plan, `concurrency` at once: from this process, or with `ray` (the joined module) each
+    from a Ray task (`voicelab.call.ray_calls`)."""
+    if ray is not None:
+        from voicelab.call.ray_calls import play_all_ray
+
+        return play_all_ray(ray, url, plan, opts, writer, concurrency, cpus_per_call, on_done)
+    return asyncio.run(_play_here(url, plan, opts, writer, concurrency, on_done))
+
+
+async def _play_here(url: str, plan: Sequence[tuple[str, Fixture]], opts: CallOptions, writer: EventWriter | None,
+                     concurrency: int = 1, on_done: Callable[[CallResult], None] | None = None) -> list[CallResult]:
     slots = asyncio.Semaphore(concurrency)
 
     async def one(call_id: str, fx: Fixture) -> CallResult:
@@ -213,10 +227,11 @@ def run_line_calls(url: str, fixtures: Sequence[Fixture], out: Path, *, opts: Ca
                    recognizer_factory: Callable[[], Recognizer] | None = None,
                    rule: BargeInRule | None = None, command: Sequence[str] = (), run_dir: Path | None = None,
                    on_done: Callable[[CallResult], None] | None = None,
-                   listen: bool = True) -> tuple[Path, list[CallResult]]:
+                   listen: bool = True, ray: Any = None, cpus_per_call: float = 1.0) -> tuple[Path, list[CallResult]]:
     """Play every fixture to the agent at `url`; return the sealed run folder and the call results. `listen`: a
     fixture with a scenario chooses each line from the agent's last reply (`voicelab.call.listening`); without,
-    its turns play in order as a fixed script."""
+    its turns play in order as a fixed script. `ray`: the joined Ray module (`voicelab.runs.cluster.joined`):
+    each call is placed from a Ray task reserving `cpus_per_call`."""
     check_url(url)
     if concurrency < 1:
         raise ValueError(f"--concurrency {concurrency}: needs at least 1")
@@ -235,14 +250,14 @@ def run_line_calls(url: str, fixtures: Sequence[Fixture], out: Path, *, opts: Ca
         "kind": "call", "engine": f"line:{shown}", "sampler": None, "policy": None, "url": shown,
         "headers": sorted(opts.headers), "params": sorted(opts.params),  # names only: values may be secrets
         "sample_rate": LINE_RATE, "encoding": "audio/x-mulaw", "frame_ms": 20, "repeat": repeat,
-        "concurrency": concurrency, "readback": readback, "greeting": opts.greeting, "listen": bool(scenarios),
+        "concurrency": concurrency, "ray": ray is not None, "readback": readback, "greeting": opts.greeting, "listen": bool(scenarios),
         "timeouts_s": {"connect": opts.connect_timeout_s, "answer": opts.answer_timeout_s,
                        "no_reply": opts.no_reply_timeout_s, "max_call": opts.max_call_s},
         "false_barge_in_rule": {"stop_silence_ms": rule.stop_silence_ms, "grace_ms": rule.grace_ms},
         "fixtures": [{"name": f.name, "path": str(f.path), "sha256": _sha256(f.path)} for f in fixtures],
     }, command)
     with folder.events_writer() as writer:
-        results = asyncio.run(play_all(url, plan, opts, writer, concurrency, on_done))
+        results = play_all(url, plan, opts, writer, concurrency, on_done, ray, cpus_per_call)
         after = [e for r in results for e in _after_call_rows(r, rule)]
         for e in after:
             writer.write(e)

@@ -168,8 +168,10 @@ def level_row(n: int, summary: dict[str, Any], cpu: CpuWatch, run: Path) -> Leve
 def load_sweep(url: str, fixtures: Sequence[Fixture], levels: Sequence[int], out: Path, *,
                opts: CallOptions | None = None, readback: bool = True, rule: BargeInRule | None = None,
                command: Sequence[str] = (), pid: int | None = None,
-               on_done: Callable[[CallResult], None] | None = None) -> tuple[Path, list[LevelRow]]:
-    """Every level of `levels` in turn against the agent at `url`; the sweep folder and its table."""
+               on_done: Callable[[CallResult], None] | None = None, ray: Any = None,
+               cpus_per_call: float = 1.0) -> tuple[Path, list[LevelRow]]:
+    """Every level of `levels` in turn against the agent at `url`; the sweep folder and its table. `ray`: the
+    joined Ray module, the calls placed from Ray tasks (`run_line_calls`)."""
     host = (urlsplit(url).hostname or "agent").replace(".", "-")
     root = Path(out) / f"{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}-load-{host}"
     pid = pid if pid is not None else agent_pid(url)
@@ -185,7 +187,8 @@ def load_sweep(url: str, fixtures: Sequence[Fixture], levels: Sequence[int], out
 
         cpu.start()
         run_dir, _ = run_line_calls(url, spread(fixtures, n), out, opts=opts, concurrency=n, readback=readback,
-                                    rule=rule, command=command, run_dir=root / f"n{n}", on_done=done)
+                                    rule=rule, command=command, run_dir=root / f"n{n}", on_done=done, ray=ray,
+                                    cpus_per_call=cpus_per_call)
         summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
         summaries.append({**summary, "cell_id": f"n{n}", "label": f"{n} at once"})
         rows.append(level_row(n, summary, cpu, run_dir))

@@ -7,6 +7,7 @@ the run, after the calls.
 from __future__ import annotations
 
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -160,6 +161,11 @@ def call(
     concurrency: Annotated[str, typer.Option(help="calls on the line at the same time (a load test); a list "
                                                   "like 1,2,4,8 sweeps: one run folder per level, a table and "
                                                   "load.png")] = "1",
+    ray: Annotated[str | None, typer.Option(
+        "--ray", metavar="ADDRESS", help="place each call from a Ray task, so the callers spread over a cluster: "
+        "a cluster address ('auto', 'host:port', 'ray://host:10001') or 'local'; this machine writes the run "
+        "folder and reads the replies back")] = None,
+    cpus_per_task: Annotated[float, typer.Option(help="with --ray: CPUs Ray reserves for each call")] = 1.0,
     greeting: Annotated[bool, typer.Option(help="the agent greets at call start (turn 0 waits for it)")] = True,
     readback: Annotated[bool, typer.Option(help="after the calls, read the agent's replies back with Whisper "
                                                 "tiny.en and score answers where fixtures say")] = True,
@@ -173,7 +179,7 @@ def call(
     max_call_ms: Annotated[int | None, typer.Option(help="end a call after this (default: the fixture's length "
                                                          "plus time for every reply)")] = None,
     stop_silence_ms: Annotated[int, typer.Option(help="false barge-in without a clear: the agent's audio stopped "
-                                                      "on a backchannel and stayed silent this long")] = 800,
+                                                      "on a backchannel and stayed silent this long")] = 2000,
     barge_in_grace_ms: Annotated[int, typer.Option(help="...stopping no later than this after the backchannel "
                                                         "ended")] = 1200,
     junit: Annotated[Path | None, typer.Option(help="also write the fixtures' expectation checks as JUnit XML here: "
@@ -185,8 +191,8 @@ def call(
     """Play fixtures to a voice agent over a telephone media stream (WebSocket, 8 kHz µ-law) and measure it
     from its audio alone: FAR, stop latency, recovery, false barge-ins, talk-over, the line's own latency."""
     from voicelab.call.carrier import CallOptions, CallResult
-    from voicelab.call.line_run import BargeInRule, check_url, load_line_fixtures, redact_url, run_line_calls
-    from voicelab.call.load import load_sweep, load_table, parse_levels
+    from voicelab.call.line_run import BargeInRule, check_url, load_line_fixtures, redact_url
+    from voicelab.call.load import parse_levels
 
     try:
         check_url(url)
@@ -201,6 +207,10 @@ def call(
     if max_call_ms is not None and max_call_ms < 1000:
         fail(f"--max-call-ms {max_call_ms}: needs at least 1000")
     check_junit_path(junit)
+    if ray is not None and not ray.strip():
+        fail("--ray '': needs an address ('local', 'auto', 'host:port' or 'ray://host:10001')")
+    if not cpus_per_task > 0:
+        fail(f"--cpus-per-task {cpus_per_task}: needs more than 0")
     opts = CallOptions(headers=_pairs(header, ":", "--header", "'Name: value'"),
                        params=_pairs(param, "=", "--param", "key=value"),
                        connect_timeout_s=connect_timeout_ms / 1000, answer_timeout_s=answer_timeout_ms / 1000,
@@ -216,19 +226,50 @@ def call(
             console.print(f"{r.call_id}: {len(r.log.utterances)} caller turns, {r.duration_s:.1f} s")
 
     try:
-        fxs = load_line_fixtures(fixtures or [])
+        fxs = load_line_fixtures(fixtures or [])  # a bad fixture stops the run before a cluster is joined
+    except (FixtureError, ValueError) as e:
+        fail(str(e))
+    with ExitStack() as stack:
+        cluster = None if ray is None else _join(stack, ray, console)
+        run_dir, results, status = _calls(url, fxs, levels, out, opts, repeat, readback, listen, junit,
+                                          fail_on_expectations, BargeInRule(stop_silence_ms, barge_in_grace_ms),
+                                          console, done, cluster, cpus_per_task)
+    if any(r.failure for r in results):
+        raise typer.Exit(1)
+    if status:
+        raise typer.Exit(status)
+
+
+def _join(stack: ExitStack, address: str, console: Console) -> Any:
+    """This process as a driver of the Ray cluster, before any call or folder (one line if it cannot)."""
+    from voicelab.runs.cluster import ClusterError, joined
+
+    try:
+        return stack.enter_context(joined(address, None, echo=console.print))
+    except ClusterError as e:
+        fail(str(e))
+
+
+def _calls(url: str, fxs: list[Any], levels: list[int], out: Path, opts: Any, repeat: int,
+           readback: bool, listen: bool, junit: Path | None, fail_on_expectations: bool, rule: Any,
+           console: Console, done: Any, cluster: Any, cpus_per_task: float) -> tuple[Path, list[Any], int]:
+    """The calls of one level or a sweep of levels, their tables and the expectations' gate."""
+    from voicelab.call.line_run import run_line_calls
+    from voicelab.call.load import load_sweep, load_table
+
+    try:
         if len(levels) > 1:  # a load sweep: one run folder per level, then one table and load.png
-            root, levels_run = load_sweep(url, fxs * repeat, levels, out, opts=opts, readback=readback,
-                                          rule=BargeInRule(stop_silence_ms, barge_in_grace_ms),
-                                          command=list(sys.argv), on_done=done)
+            root, levels_run = load_sweep(url, fxs * repeat, levels, out, opts=opts, readback=readback, rule=rule,
+                                          command=list(sys.argv), on_done=done, ray=cluster,
+                                          cpus_per_call=cpus_per_task)
             console.print(load_table(levels_run))
             console.print(f"load folder: {root} (load.png, load.csv, one run folder per level)")
             status = report_expectations(console, sorted(p.parent for p in root.rglob("summary.json")), junit,
                                          fail_on_expectations)
             raise typer.Exit(1 if any(r.calls_failed for r in levels_run) else status)
         run_dir, results = run_line_calls(url, fxs, out, opts=opts, repeat=repeat, concurrency=levels[0],
-                                          readback=readback, rule=BargeInRule(stop_silence_ms, barge_in_grace_ms),
-                                          command=list(sys.argv), on_done=done, listen=listen)
+                                          readback=readback, rule=rule, command=list(sys.argv), on_done=done,
+                                          listen=listen, ray=cluster, cpus_per_call=cpus_per_task)
     except (FixtureError, RunFolderError, ValueError) as e:
         fail(str(e))
     import json
@@ -238,8 +279,4 @@ def call(
     if summary.get("tasks"):  # scenario calls: did the caller get what it called for?
         console.print("tasks: " + ", ".join(f"{cid} {o}" for cid, o in summary["tasks"]["by_call"].items()))
     console.print(f"run folder: {run_dir}")
-    status = report_expectations(console, [run_dir], junit, fail_on_expectations)
-    if any(r.failure for r in results):
-        raise typer.Exit(1)
-    if status:
-        raise typer.Exit(status)
+    return run_dir, results, report_expectations(console, [run_dir], junit, fail_on_expectations)

@@ -19,6 +19,7 @@ from voicelab.cli.common import fail
 RESAMPLES = 2000  # == voicelab.measure.intervals.RESAMPLES (a test checks); read here without loading scipy
 
 EXIT_REGRESSION = 1
+SHOWN_DISAGREEMENTS = 10  # turns whose expectation verdicts differ, printed under the table
 EXIT_UNDECIDED = 3
 
 
@@ -77,6 +78,13 @@ def compare(
         console.print(t)
         for note in c.notes:
             console.print(f"[dim]note: {note}[/dim]")
+        if c.expectations is not None:  # the turns' expectation verdicts, A against B
+            console.print(c.expectations.line())
+            for d in c.expectations.disagreements[:SHOWN_DISAGREEMENTS]:
+                fx, turn, rep = d.key
+                console.print(f"  {fx} turn {turn}{f' (repeat {rep + 1})' if rep else ''}: "
+                              f"A {'passed' if d.a.passed else 'failed'} on {d.a.words!r}, "
+                              f"B {'passed' if d.b.passed else 'failed'} on {d.b.words!r}")
     failures = regressions(comparisons, thresholds)
     if html_out is not None:
         console.print(f"html: {write_html(html_out, comparisons, failures)}")

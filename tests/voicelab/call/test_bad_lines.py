@@ -178,8 +178,8 @@ def test_a_clear_the_agent_resumes_after_is_a_pause_not_a_false_barge_in(tmp_pat
 @pytest.mark.slow
 def test_a_clear_on_a_backchannel_is_a_false_barge_in(tmp_path: Path) -> None:
     # the agent clears its long reply as soon as it hears 100 ms of the caller, "mm hmm" included, and stays silent
-    # until it replies 1.5 s after the caller stopped: a stop (silent past --stop-silence-ms), not a pause
-    with serving(ToneAgent(reply_s=4.0, clear_after_ms=100, reply_after_ms=1500)) as url:
+    # until it replies 2.5 s after the caller stopped: a stop (silent past --stop-silence-ms, 2 s), not a pause
+    with serving(ToneAgent(reply_s=4.0, clear_after_ms=100, reply_after_ms=2500)) as url:
         res = CliRunner().invoke(app, [url, "backchannel_mm_hmm", "--out", str(tmp_path), "--no-readback"])
     assert res.exit_code == 0, res.stderr
     run = next(tmp_path.iterdir())
@@ -189,3 +189,27 @@ def test_a_clear_on_a_backchannel_is_a_false_barge_in(tmp_path: Path) -> None:
     events = [json.loads(ln) for ln in (run / "events.jsonl").read_text().splitlines()]
     assert any(e["kind"] == "interruption" and e["payload"]["by"] == "clear" and e["payload"]["bot_speaking"]
                for e in events)
+
+
+@pytest.mark.slow
+def test_calls_placed_from_ray_tasks_make_the_same_folder(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    with serving(ToneAgent()) as url:
+        code, out, err, run = _run(url, tmp_path, "--repeat", "2", "--concurrency", "2", "--ray", "local")
+    assert code == 0, err
+    assert "joined Ray (local)" in out and "per turn" in out
+    assert run is not None and is_finished(run)
+    assert json.loads((run / "config.json").read_text())["ray"] is True
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["calls"] == 2 and summary["calls_failed"] == 0 and summary["far_ms"]["n"] == 2
+    assert sorted(p.name for p in (run / "calls").glob("*.wav")) == ["r1-00-single_question.wav",
+                                                                     "r2-00-single_question.wav"]
+    events = [json.loads(ln) for ln in (run / "events.jsonl").read_text().splitlines()]
+    assert {e["call_id"] for e in events} == {"r1-00-single_question", "r2-00-single_question"}
+
+
+def test_ray_options_are_checked_before_any_call(tmp_path: Path) -> None:
+    for extra, what in ((["--ray", " "], "--ray ''"), (["--cpus-per-task", "0"], "--cpus-per-task 0")):
+        res = CliRunner().invoke(app, ["ws://127.0.0.1:9/x", "single_question", "--out", str(tmp_path), *extra])
+        assert res.exit_code == 2 and what in res.stderr and "Traceback" not in res.stderr
+    assert not list(tmp_path.iterdir())

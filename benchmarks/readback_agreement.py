@@ -1,0 +1,97 @@
+"""The same replies scored two ways: on the bot's text, as `voicelab run` scores them, and on the words the lab
+reads back from the bot's audio after the phone line's codec (8 kHz G.711 µ-law), as `voicelab call` scores an
+agent's replies. The replies are one in-process run's, so every difference is the scoring's, not the agent's.
+
+For each call of the run folder: the bot channel of calls/<id>.wav through µ-law at 8 kHz, its reply spans per
+caller turn (`voicelab.call.reply_spans`), read back by Whisper tiny.en and scored against the fixture's
+expect_reply (`voicelab.call.readback`); then both sets of verdicts paired turn by turn
+(`voicelab.analysis.agreement`, what `voicelab compare` prints for two runs).
+
+    .venv/bin/python benchmarks/readback_agreement.py RUN_DIR [--json benchmarks/results/readback_agreement.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import soxr
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from voicelab.analysis import load_run  # noqa: E402
+from voicelab.analysis.agreement import agreement, verdicts  # noqa: E402
+from voicelab.call.readback import read_back, score_reply_words  # noqa: E402
+from voicelab.call.reply_spans import reply_spans  # noqa: E402
+from voicelab.fixtures.format import load_fixture  # noqa: E402
+from voicelab.measure.truth import read_call_truth, read_call_wav  # noqa: E402
+from voicelab.pipeline.transport import mulaw  # noqa: E402
+
+LINE_RATE = mulaw.LINE_RATE
+
+
+def line_bot(bot: np.ndarray, sr: int) -> np.ndarray:
+    """The bot channel as a carrier hears it: 8 kHz µ-law, int16."""
+    narrow = soxr.resample(bot.astype(np.float32) / 32768.0, sr, LINE_RATE) if sr != LINE_RATE else \
+        bot.astype(np.float32) / 32768.0
+    pcm = np.clip(np.round(narrow * 32767.0), -32768, 32767).astype(np.int16)
+    return mulaw.decode(mulaw.encode(pcm))
+
+
+def line_rows(run_dir: Path, recognizer: Any) -> list[dict[str, Any]]:
+    """Per turn, the row a line run would have written for this reply: read-back words and their scores."""
+    rows = []
+    for meta in sorted((run_dir / "calls").glob("*.json")):
+        truth = read_call_truth(meta)
+        _caller, bot, sr = read_call_wav(run_dir / "calls" / (truth.wav or f"{truth.call_id}.wav"))
+        fx = load_fixture(Path(truth.fixture_path or ""))
+        expects = {i: t.expect_reply for i, t in enumerate(fx.turns)}
+        heard = line_bot(bot, sr)
+        said = list(truth.utterances)
+        back = {b.turn: b for b in read_back(recognizer, heard, LINE_RATE, reply_spans(heard, LINE_RATE, said),
+                                             expects)}
+        for u in said:
+            b = back.get(u.turn)
+            scores = {"correct": b.correct, "expectations": b.expectations, "text": b.text} if b is not None else \
+                {"correct": None, "text": "", "expectations": score_reply_words("", expects.get(u.turn))
+                 .get("expectations")}
+            rows.append({"call_id": truth.call_id, "turn": u.turn, "expect": u.expect,
+                         "answer_correct": scores["correct"], "expectations": scores["expectations"],
+                         "answer_text": scores["text"]})
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run", type=Path)
+    ap.add_argument("--json", type=Path, default=None)
+    args = ap.parse_args()
+    from voicelab.speech.recognizers import make_recognizer
+
+    run = load_run(args.run)
+    fixture_of = {str(c): str(json.loads((args.run / "calls" / f"{c}.json").read_text()).get("fixture", c))
+                  for c in run.turns["call_id"].unique()}
+    here = verdicts(run.turns.to_dict("records"), lambda c: fixture_of[c])
+    line = verdicts(line_rows(args.run, make_recognizer("whisper", cpu_threads=2)), lambda c: fixture_of[c])
+    got = agreement(here, line)
+    print(got.line())
+    for d in got.disagreements:
+        print(f"  {d.key[0]} turn {d.key[1]}: text {'passed' if d.a.passed else 'failed'} ({d.a.words!r}); "
+              f"read back {'passed' if d.b.passed else 'failed'} ({d.b.words!r})")
+    if args.json is not None:
+        args.json.write_text(json.dumps({
+            "run": run.run_id, "paired": got.paired, "agree": got.agree, "share": got.share,
+            "scored_in_process_only": got.only_a, "scored_on_the_line_only": got.only_b,
+            "in_process_passed": sum(v.passed for v in here.values()),
+            "read_back_passed": sum(v.passed for v in line.values()),
+            "disagreements": [{"fixture": d.key[0], "turn": d.key[1], "text": d.a.words, "text_passed": d.a.passed,
+                               "read_back": d.b.words, "read_back_passed": d.b.passed}
+                              for d in got.disagreements]}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
