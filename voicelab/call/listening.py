@@ -11,6 +11,9 @@ fixed script's `CallerScheduler` stands in `voicelab.call.carrier`; it is one, w
   ``bot_audio_end``), the scenario picks the next line from those words and it becomes the next turn, started by
   its own start rule from the fixture (``bot_audio_end`` and its delay), exactly as the fixed script starts it.
   If the words are not read yet, the line waits for them; how long is recorded (``late_ms``);
+- if the agent talks again before the chosen line has started (a pause between its sentences outlasted the
+  caller's patience), the choice is taken back and made again on the whole reply, as a person who has not
+  spoken yet keeps listening (``reconsidered`` counts these);
 - no reply within the no-reply timeout: the words are empty (the scenario's repair);
 - the call ends once the scenario has ended (closing or giving-up line said) and the agent's reply to that
   last line is over.
@@ -79,12 +82,44 @@ class ListeningCaller(CallerScheduler):
         self.heard: list[dict[str, Any]] = []  # per chosen turn: the words, the line and why
         self.listen_s = min(t.start.delay_s for t in fixture.turns if t.text in scenario.lines)
         self._jobs: dict[tuple[float, float], asyncio.Future[str]] = {}
+        # the state before the latest line was chosen, and the end of the audio it was chosen on (`_reconsider`)
+        self._pending: tuple[State, float] | None = None
+        self.reconsidered = 0  # choices taken back because the agent went on talking
+        self._answers: dict[int, float] = {}  # turn -> the end of the reply its line was chosen on
 
     # --- the base class's questions, answered for a caller that is still choosing ---------------------------
     def due(self, now_s: float) -> list[ScheduledClip]:
+        self._reconsider()
         if self.state.ended is None and len(self._fired) == len(self.turns):
             self._listen(now_s)
         return super().due(now_s)
+
+    def _reconsider(self) -> None:
+        """A line chosen but not started, and the agent talks again after what the choice was made on: the reply
+        was not over (a pause between its sentences outlasted the caller's patience). A caller who has not
+        spoken yet keeps listening, so the choice is taken back and made again on the whole reply."""
+        if self._pending is None or len(self._fired) == len(self.turns):
+            return
+        state, heard_until = self._pending
+        if not any(t > heard_until + 1e-9 for t in self._starts):
+            return
+        self._pending = None
+        self.state = state
+        self.turns.pop()
+        self.played.pop()
+        self.heard.pop()
+        self._answers.pop(len(self.turns), None)
+        self.reconsidered += 1
+
+    def _anchor(self, k: int, after: str, now_s: float) -> tuple[float, Any, str] | None:
+        """The fixed script's anchor, never before the end of the reply the line was chosen on: the caller
+        answers what it heard, once it has heard it (the script's rule may take an earlier pause in the reply
+        for its end when the line's delay is shorter than the time the caller listened)."""
+        anchor = super()._anchor(k, after, now_s)
+        until = self._answers.get(k)
+        if anchor is not None and until is not None and anchor[1] == "rule" and anchor[0] < until:
+            return until, "rule", anchor[2]
+        return anchor
 
     def done(self, now_s: float) -> bool:
         return self.state.ended is not None and bool(self.turns) and super().done(now_s)
@@ -95,7 +130,7 @@ class ListeningCaller(CallerScheduler):
 
     def report(self) -> dict[str, Any]:
         return {"goal": self.scenario.goal, "outcome": self.state.outcome, "lines": len(self.played),
-                "turns": self.heard}
+                "reconsidered": self.reconsidered, "turns": self.heard}
 
     # --- listening ------------------------------------------------------------------------------------------
     def _listen(self, now_s: float) -> None:
@@ -116,9 +151,10 @@ class ListeningCaller(CallerScheduler):
             if now_s >= prev_end + self.no_reply_timeout_s:
                 self._choose(k, "", now_s, None, prev_end + self.no_reply_timeout_s)
             return
-        stop = self._first(self._stops, reply)
-        if stop is None or self._bot_speaking():
+        stops = [t for t in self._stops if t >= reply]
+        if not stops or self._bot_speaking():
             return
+        stop = max(stops)  # the agent is silent: what it has said ends at its latest stop
         # each stretch of the reply is read as soon as it stops, so only the last one is left to read at the end
         stretches = list(zip(sorted(t for t in self._starts if t >= reply), sorted(t for t in self._stops if t >= reply),
                              strict=False))
@@ -139,6 +175,7 @@ class ListeningCaller(CallerScheduler):
         return self._jobs[key]
 
     def _choose(self, k: int, words: str, now_s: float, reply: tuple[float, float] | None, over_s: float) -> None:
+        before = self.state
         choice, self.state = self.scenario.next_line(words, self.state)
         entry: dict[str, Any] = {"turn": k, "heard": words, "line": choice.line, "why": choice.why,
                                  "reply_s": None if reply is None else [round(reply[0], 3), round(reply[1], 3)]}
@@ -151,6 +188,9 @@ class ListeningCaller(CallerScheduler):
         self.heard.append(entry)
         self.played.append(turn)
         self.turns.append(turn.plan())
+        self._pending = (before, over_s if reply is None else reply[1])
+        if reply is not None:
+            self._answers[k] = over_s
 
 
 def load_scenarios(fixtures: Sequence[Fixture]) -> dict[str, Scenario]:

@@ -36,9 +36,11 @@ class _ScriptedRecognizer:
         return _Heard(self.prompts.pop(0) if self.prompts else "")
 
 
-async def _converse(prompts: list[str]) -> tuple[ListeningCaller, list[tuple[int, float]]]:
-    """A bot that greets from 0.5 to 2.5 s and speaks 2 s, 0.8 s after each caller line ends; returns the caller
-    and (turn, start) of every line it played."""
+async def _converse(prompts: list[str], pauses: dict[int, float] | None = None,
+                    ) -> tuple[ListeningCaller, list[tuple[int, float]]]:
+    """A bot that greets from 0.5 to 2.5 s and speaks 2 s, 0.8 s after each caller line ends (its reply to line k
+    in two 1 s stretches `pauses[k]` s apart where given); returns the caller and (turn, start) of every line it
+    played."""
     fx = load_fixture(FIXTURE, sample_rate=LINE_RATE)
     scenario = load_scenarios([fx])[str(fx.path)]
     recorder = CallRecorder(LINE_RATE, seconds=120.0)
@@ -55,7 +57,9 @@ async def _converse(prompts: list[str]) -> tuple[ListeningCaller, list[tuple[int
             caller.clip_started(clip.turn, clip.start_s)
             played.append((clip.turn, clip.start_s))
             end = clip.start_s + caller.played[clip.turn].duration_s
-            pending += [(end + 0.8, "on"), (end + 2.8, "off")]
+            gap = (pauses or {}).get(clip.turn)
+            pending += [(end + 0.8, "on"), (end + 2.8, "off")] if gap is None else \
+                [(end + 0.8, "on"), (end + 1.8, "off"), (end + 1.8 + gap, "on"), (end + 2.8 + gap, "off")]
         for _ in range(200):  # let a reading finish in its worker thread
             if all(j.done() for j in caller._jobs.values()):
                 break
@@ -77,6 +81,21 @@ def test_each_line_answers_the_reply_before_it_and_the_task_is_done() -> None:
     # each line starts by its own rule: its delay after the end of the reply it answers (the reading was instant)
     assert played[0][1] == pytest.approx(2.5 + caller.played[0].start.delay_s, abs=0.03)
     assert all(h["late_ms"] <= 30 for h in caller.heard)
+    assert [turn for turn, _ in played] == list(range(6))
+
+
+def test_a_reply_that_goes_on_after_the_caller_chose_is_heard_whole_before_the_caller_speaks() -> None:
+    # the confirmation comes in two sentences 0.47 s apart: past the caller's patience (0.45 s, its quickest
+    # line), so a line is chosen on the first sentence alone ("repair"), but the agent talks again before that
+    # line's own delay (0.5 s) is up; the caller has not spoken, so it hears the question out and confirms
+    prompts = ["Hello, Harbour Kitchen. May I have your name, please?", "What day would you like to come?",
+               "And what time?", "How many people will there be?", "A table for 4 on Friday at 7 pm.",
+               "Is that right?", "Great, your table is booked.", "Goodbye!"]
+    caller, played = asyncio.run(_converse(prompts, pauses={3: 0.47}))
+    assert [h["why"] for h in caller.heard] == ["fact:name", "fact:day", "fact:time", "fact:party", "confirm",
+                                                "closing"]
+    assert caller.heard[4]["heard"] == "a table for 4 on friday at 7 pm is that right"
+    assert caller.outcome == "done" and caller.report()["reconsidered"] == 1
     assert [turn for turn, _ in played] == list(range(6))
 
 
