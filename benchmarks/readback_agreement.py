@@ -28,6 +28,8 @@ from voicelab.analysis.agreement import agreement, verdicts  # noqa: E402
 from voicelab.call.readback import read_back, score_reply_words  # noqa: E402
 from voicelab.call.reply_spans import reply_spans  # noqa: E402
 from voicelab.fixtures.format import load_fixture  # noqa: E402
+from voicelab.measure.events import read_events  # noqa: E402
+from voicelab.measure.metrics import turn_table, unscore_cut_replies  # noqa: E402
 from voicelab.measure.truth import read_call_truth, read_call_wav  # noqa: E402
 from voicelab.pipeline.transport import mulaw  # noqa: E402
 
@@ -69,14 +71,22 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run", type=Path)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--recognizer", default="whisper", help="the read-back's recogniser: whisper (tiny.en) or "
+                                                             "whisper-base")
     args = ap.parse_args()
     from voicelab.speech.recognizers import make_recognizer
 
     run = load_run(args.run)
     fixture_of = {str(c): str(json.loads((args.run / "calls" / f"{c}.json").read_text()).get("fixture", c))
                   for c in run.turns["call_id"].unique()}
-    here = verdicts(run.turns.to_dict("records"), lambda c: fixture_of[c])
-    line = verdicts(line_rows(args.run, make_recognizer("whisper", cpu_threads=2)), lambda c: fixture_of[c])
+    # the in-process rows as turn_table makes them today (a run folder's tables keep the rules of their day)
+    rows = turn_table(read_events(args.run / "events.jsonl"))
+    here = verdicts(rows, lambda c: fixture_of[c])
+    # the same replies were cut by the same barge-ins: a cut reply is not scored on the line either
+    stops = {(r["call_id"], r["turn"]): r.get("stop_latency_ms") for r in rows}
+    heard = [{**r, "stop_latency_ms": stops.get((r["call_id"], r["turn"]))}
+             for r in line_rows(args.run, make_recognizer(args.recognizer, cpu_threads=2))]
+    line = verdicts(unscore_cut_replies(heard), lambda c: fixture_of[c])
     got = agreement(here, line)
     print(got.line())
     for d in got.disagreements:
@@ -84,7 +94,7 @@ def main() -> None:
               f"read back {'passed' if d.b.passed else 'failed'} ({d.b.words!r})")
     if args.json is not None:
         args.json.write_text(json.dumps({
-            "run": run.run_id, "paired": got.paired, "agree": got.agree, "share": got.share,
+            "run": run.run_id, "recognizer": args.recognizer, "paired": got.paired, "agree": got.agree, "share": got.share,
             "scored_in_process_only": got.only_a, "scored_on_the_line_only": got.only_b,
             "in_process_passed": sum(v.passed for v in here.values()),
             "read_back_passed": sum(v.passed for v in line.values()),

@@ -35,7 +35,7 @@ from voicelab.measure.events import Event, EventKind, EventWriter, read_events
 from voicelab.measure.figures import SummaryData, line_columns, line_not_measured
 from voicelab.measure.figures import summary as figure_summary
 from voicelab.measure.intervals import latency_stats
-from voicelab.measure.metrics import percentile, summarize, turn_table
+from voicelab.measure.metrics import percentile, summarize, turn_table, unscore_cut_replies
 from voicelab.measure.truth import TruthError, Utterance, analyze_run, call_truth_dict
 from voicelab.runs.folder import EVENTS, RunFolder
 
@@ -180,7 +180,7 @@ def _turn_rows(events: list[Event], results: Sequence[CallResult],
                       and e.turn == row["turn"]]
         row["false_barge_in_by"] = (interrupts[0].payload.get("by") if interrupts and row.get("false_barge_in")
                                     else None)
-    return rows
+    return unscore_cut_replies(rows)  # as in process: a reply the caller cut short is not scored
 
 
 def _checks(rb: ReadBack | None, result: CallResult | None, row: dict[str, Any], read: bool) -> str | None:
@@ -250,7 +250,8 @@ def run_line_calls(url: str, fixtures: Sequence[Fixture], out: Path, *, opts: Ca
         "kind": "call", "engine": f"line:{shown}", "sampler": None, "policy": None, "url": shown,
         "headers": sorted(opts.headers), "params": sorted(opts.params),  # names only: values may be secrets
         "sample_rate": LINE_RATE, "encoding": "audio/x-mulaw", "frame_ms": 20, "repeat": repeat,
-        "concurrency": concurrency, "ray": ray is not None, "readback": readback, "greeting": opts.greeting, "listen": bool(scenarios),
+        "concurrency": concurrency, "ray": ray is not None, "readback": readback,
+        "readback_recognizer": None if not readback else "custom" if recognizer_factory else READBACK_RECOGNIZER, "greeting": opts.greeting, "listen": bool(scenarios),
         "timeouts_s": {"connect": opts.connect_timeout_s, "answer": opts.answer_timeout_s,
                        "no_reply": opts.no_reply_timeout_s, "max_call": opts.max_call_s},
         "false_barge_in_rule": {"stop_silence_ms": rule.stop_silence_ms, "grace_ms": rule.grace_ms},
@@ -265,7 +266,7 @@ def run_line_calls(url: str, fixtures: Sequence[Fixture], out: Path, *, opts: Ca
     readbacks: dict[str, list[ReadBack]] | None = None
     if readback:  # only now: every call is over, the agent has the CPU to itself no longer
         try:
-            readbacks = _readback_all(results, (recognizer_factory or _whisper)())
+            readbacks = _readback_all(results, (recognizer_factory or _reader)())
         except Exception as e:  # a recogniser that cannot load leaves the timing figures standing
             notes.append(f"read-back not done: {type(e).__name__}: {e}")
     for r in results:
@@ -295,5 +296,18 @@ def run_line_calls(url: str, fixtures: Sequence[Fixture], out: Path, *, opts: Ca
 
 
 def _whisper() -> Recognizer:
-    from voicelab.speech.recognizers import make_recognizer  # ctranslate2: loaded only when reading back
+    """The listening caller's ear during the calls: Whisper tiny.en, quick enough not to keep a caller waiting."""
+    from voicelab.speech.recognizers import make_recognizer  # ctranslate2: loaded only when listening
+
     return make_recognizer("whisper", cpu_threads=2)
+
+
+READBACK_RECOGNIZER = "whisper-base"  # docs/decisions/readback-whisper-base.md
+
+
+def _reader() -> Recognizer:
+    """The read-back's recogniser: Whisper base. It reads after every call has ended, so its cost is the lab's
+    alone; on replies heard through the line it misreads fewer slot words than tiny.en."""
+    from voicelab.speech.recognizers import make_recognizer  # ctranslate2: loaded only when reading back
+
+    return make_recognizer(READBACK_RECOGNIZER, cpu_threads=2)

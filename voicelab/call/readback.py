@@ -2,7 +2,7 @@
 
 Runs after every call of a run has ended, so the agent under test never shares the CPU with the lab's
 recogniser. Each caller turn's reply (the agent's speech stretches attributed to it, `voicelab.call.reply_spans`)
-is resampled to 16 kHz and read by Whisper tiny.en (`voicelab.speech.recognizers`).
+is resampled to 16 kHz and read by Whisper base (`voicelab.speech.recognizers`).
 
 Scoring: the shop's replies form a grammar (`engines.shop.corpus.REPLIES`) that `engines.shop.answers.score_reply`
 reads exactly, punctuation and tool span included. Heard words have neither, so each template's spoken part
@@ -30,7 +30,7 @@ from engines.tool_span import strip_spans
 from voicelab.measure import expectations
 from voicelab.pcm import SAMPLE_RATE
 from voicelab.speech.streaming import Recognizer
-from voicelab.speech.text import recognizer_text
+from voicelab.speech.text import recognizer_text, spoken_form
 
 _GAP_S = 0.2  # silence put between the stretches of one reply
 # what the recogniser's normaliser makes of a slot's value
@@ -65,41 +65,80 @@ def reply_audio(bot: np.ndarray, sr: int, spans: list[tuple[float, float]]) -> n
     return soxr.resample(audio, sr, SAMPLE_RATE).astype(np.float32) if sr != SAMPLE_RATE and audio.size else audio
 
 
+@dataclass(frozen=True)
+class _Template:
+    key: str
+    exact: re.Pattern[str]  # every word as written
+    loose: re.Pattern[str]  # each literal word any one word (groups w0, w1, ...), the slots as in `exact`
+    literals: tuple[str, ...]  # the literal words in order
+
+
+def _tokens(spoken: str) -> list[tuple[str, str]]:
+    """A template's spoken text as ("word", w) and ("slot", name) in order, words in `spoken_form`."""
+    out: list[tuple[str, str]] = []
+    pos = 0
+    for m in re.finditer(r"\{(\w+)\}", spoken):
+        out += [("word", w) for w in spoken_form(spoken[pos:m.start()]).split()] + [("slot", m.group(1))]
+        pos = m.end()
+    return out + [("word", w) for w in spoken_form(spoken[pos:]).split()]
+
+
 @lru_cache(maxsize=1)
-def _spoken_patterns() -> list[tuple[str, re.Pattern[str]]]:
+def _spoken_patterns() -> list[_Template]:
     out = []
     for key, (_intent, text) in corpus.REPLIES.items():
-        spoken = strip_spans(text, "").lstrip()  # the tool span is never spoken
-        parts, seen, pos = [], set(), 0
-        for m in re.finditer(r"\{(\w+)\}", spoken):
-            lit = recognizer_text(spoken[pos:m.start()])
-            if lit:
-                parts.append(r"\s*".join(re.escape(w) for w in lit.split()))
-            slot = m.group(1)
-            pat = _HEARD_SLOTS.get(slot, corpus.SLOT_PATTERNS[slot])
-            parts.append(f"(?P={slot})" if slot in seen else f"(?P<{slot}>{pat})")
-            seen.add(slot)
-            pos = m.end()
-        lit = recognizer_text(spoken[pos:])
-        if lit:
-            parts.append(r"\s*".join(re.escape(w) for w in lit.split()))
-        out.append((key, re.compile(r"\b" + r"\s+".join(parts) + r"\b")))
+        exact: list[str] = []
+        loose: list[str] = []
+        literals: list[str] = []
+        seen: set[str] = set()
+        for kind, value in _tokens(strip_spans(text, "").lstrip()):  # the tool span is never spoken
+            if kind == "word":
+                exact.append(re.escape(value))
+                loose.append(f"(?P<w{len(literals)}>[a-z0-9']+)")
+                literals.append(value)
+                continue
+            pat = _HEARD_SLOTS.get(value, corpus.SLOT_PATTERNS[value])
+            group = f"(?P={value})" if value in seen else f"(?P<{value}>{pat})"
+            exact.append(group)
+            loose.append(group)
+            seen.add(value)
+        out.append(_Template(key, re.compile(r"\b" + r"\s+".join(exact) + r"\b"),
+                             re.compile(r"\b" + r"\s+".join(loose) + r"\b"), tuple(literals)))
     return out
 
 
+# A reply heard with some of its fixed words misheard ("milburg" for "millbrook", "for 9 am" for "from 9 am") is
+# still that reply when at least this share of its fixed words were heard as written and every slot was
+# (the slots carry the answer; the fixed words only say which reply it is).
+LOOSE_LITERAL_SHARE = 0.75
+
+
 def match_template(words: str) -> tuple[str, str] | None:
-    """(template key, its full text with the slots heard) for normalised words, or None if none fits."""
-    for key, pat in _spoken_patterns():
-        m = pat.search(words)
-        if m is None:
-            continue
-        slots = dict(m.groupdict())
+    """(template key, its full text with the slots heard) for normalised words, or None if none fits: a template
+    whose every word was heard, else the one with the most fixed words heard as written, at least
+    `LOOSE_LITERAL_SHARE` of them (a word misheard for another, never one missing)."""
+    heard = spoken_form(words)
+    found = [(t, m) for t in _spoken_patterns() if (m := t.exact.search(heard)) is not None]
+    if not found:
+        scored = []
+        # also as written: a contraction misheard for a word ("we'd open" for "we open") is one word, not two
+        for form in dict.fromkeys((heard, recognizer_text(words))):
+            for t in _spoken_patterns():
+                m = t.loose.search(form)
+                if m is None or not t.literals:
+                    continue
+                share = sum(m.group(f"w{i}") == w for i, w in enumerate(t.literals)) / len(t.literals)
+                if share >= LOOSE_LITERAL_SHARE:
+                    scored.append((share, t, m))
+        found = [(t, m) for _share, t, m in sorted(scored, key=lambda x: -x[0])]
+    for t, m in found:
+        slots = {k: v for k, v in m.groupdict().items() if not re.fullmatch(r"w\d+", k)}
         for k in ("number", "spoken"):
             if k in slots:
                 digits = slots[k].replace(" ", "")
                 slots = {**slots, "number": digits, "spoken": " ".join(digits)}
         try:
-            return key, corpus.render(key, **slots)
+            return t.key, corpus.render(t.key, **slots)
         except KeyError:
             continue
     return None

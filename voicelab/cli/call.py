@@ -168,7 +168,7 @@ def call(
     cpus_per_task: Annotated[float, typer.Option(help="with --ray: CPUs Ray reserves for each call")] = 1.0,
     greeting: Annotated[bool, typer.Option(help="the agent greets at call start (turn 0 waits for it)")] = True,
     readback: Annotated[bool, typer.Option(help="after the calls, read the agent's replies back with Whisper "
-                                                "tiny.en and score answers where fixtures say")] = True,
+                                                "base and score answers where fixtures say")] = True,
     listen: Annotated[bool, typer.Option(help="a fixture with a scenario chooses each line from the agent's last "
                                               "reply (docs/scenarios.md); --no-listen plays its turns in order")] = True,
     connect_timeout_ms: Annotated[int, typer.Option(help="give up on the WebSocket handshake after this")] = 10000,

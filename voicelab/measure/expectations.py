@@ -8,8 +8,8 @@ A fixture turn's `expect_reply` is the shop's answer (`"fallback"` or `{"intent"
 - `matches`: a regular expression searched in the normalised heard words;
 - `not_says`: a list of phrases none of which may be heard.
 
-Words are compared in the comparison normaliser's form (`voicelab.speech.text.recognizer_text`: lower case, no
-punctuation, numbers as digits), phrases and reply alike; a tool span (`engines.tool_span`) is never spoken and
+Words are compared as a listener hears them (`voicelab.speech.text.spoken_form`: lower case, no punctuation,
+numbers as digits, "we're" as "we are"), phrases and reply alike; a tool span (`engines.tool_span`) is never spoken and
 is left out. A phrase is heard when its words occur in a row, on word boundaries ("open" is not heard in
 "reopened"). The words are what the lab heard the agent say (`voicelab call`: the read-back) or the bot's reply
 (`voicelab run`).
@@ -29,7 +29,7 @@ from typing import Any
 
 from engines.shop.answers import parse_expect
 from engines.tool_span import strip_spans
-from voicelab.speech.text import recognizer_text
+from voicelab.speech.text import spoken_form
 
 CHECKS = ("says_any", "says_all", "matches", "not_says")
 SHOP_KEYS = ("intent", "slots")
@@ -69,8 +69,9 @@ class CheckResult:
 
 
 def normalise(text: str) -> str:
-    """Heard or written words in the comparison form; a tool span is dropped (it is never spoken)."""
-    return recognizer_text(strip_spans(text, " "))
+    """Heard or written words in the comparison form, as a listener hears them (`spoken_form`: "we're" is
+    "we are"); a tool span is dropped (it is never spoken)."""
+    return spoken_form(strip_spans(text, " "))
 
 
 def problems(expect_reply: Any) -> list[str]:

@@ -648,6 +648,23 @@ def turn_table(events: Iterable[Event]) -> list[dict[str, Any]]:
         barged = _false_barge_ins(evs)
         paused = pauses_by_turn(evs)
         rows += [figures.turn_row(_turn_facts(call_id, turn, evs, barged, paused)) for turn in turns]
+    return unscore_cut_replies(rows)
+
+
+CUT_REPLY_SCORES = ("answer_correct", "coherent", "wrong_tool_call", "expectations")
+
+
+def unscore_cut_replies(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Leave unscored the reply the caller cut short: the turn before an interrupting turn (`expect:
+    interrupt`) on which the bot was stopped (it has a stop latency). The caller never let it finish, so whether
+    it would have been right cannot be heard, in process or on a line; its words stay in `answer_text`."""
+    at = {(r["call_id"], r["turn"]): r for r in rows}
+    for r in rows:
+        if r.get("expect") != "interrupt" or r.get("stop_latency_ms") is None:
+            continue
+        before = at.get((r["call_id"], r["turn"] - 1))
+        if before is not None:
+            before.update({k: None for k in CUT_REPLY_SCORES if k in before})
     return rows
 
 

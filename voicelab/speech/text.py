@@ -92,6 +92,27 @@ def recognizer_text(raw: str) -> str:
     return spoken_numbers_to_digits(" ".join(words))
 
 
+# Two writings of the same sounds: a contraction and its full form, a British and an American spelling. A
+# recogniser writes either; a listener hears no difference.
+_SPOKEN_SAME = {
+    "we're": "we are", "you're": "you are", "they're": "they are", "i'm": "i am", "it's": "it is",
+    "that's": "that is", "there's": "there is", "what's": "what is", "here's": "here is", "let's": "let us",
+    "we've": "we have", "i've": "i have", "you've": "you have", "we'll": "we will", "i'll": "i will",
+    "you'll": "you will", "i'd": "i would", "we'd": "we would", "you'd": "you would", "can't": "cannot",
+    "won't": "will not", "don't": "do not", "doesn't": "does not", "didn't": "did not", "isn't": "is not",
+    "aren't": "are not", "wasn't": "was not", "couldn't": "could not", "wouldn't": "would not",
+    "cancelled": "canceled", "cancelling": "canceling", "harbour": "harbor", "colour": "color",
+    "centre": "center", "favourite": "favorite", "neighbour": "neighbor", "organise": "organize",
+}
+
+
+def spoken_form(text: str) -> str:
+    """`recognizer_text` with contractions written out and British spellings as American, so that words heard
+    and words expected compare as a listener hears them ("we're closed" says "we are closed"). For scoring what an
+    agent said; word error rates keep `recognizer_text` (a recogniser is scored on what it wrote)."""
+    return " ".join(_SPOKEN_SAME.get(w, w) for w in recognizer_text(text).split())
+
+
 def ordinal_digits(text: str) -> str:
     """'the twentieth time' -> 'the 20th time' (recognisers write either)."""
     return " ".join(_ORDINALS.get(w, w) for w in text.split())
