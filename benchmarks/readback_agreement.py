@@ -23,6 +23,7 @@ import soxr
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from engines.tool_span import strip_spans  # noqa: E402
 from voicelab.analysis import load_run  # noqa: E402
 from voicelab.analysis.agreement import agreement, verdicts  # noqa: E402
 from voicelab.call.readback import read_back, score_reply_words  # noqa: E402
@@ -32,6 +33,8 @@ from voicelab.measure.events import read_events  # noqa: E402
 from voicelab.measure.metrics import turn_table, unscore_cut_replies  # noqa: E402
 from voicelab.measure.truth import read_call_truth, read_call_wav  # noqa: E402
 from voicelab.pipeline.transport import mulaw  # noqa: E402
+from voicelab.speech.text import spoken_form  # noqa: E402
+from voicelab.speech.wer import word_errors  # noqa: E402
 
 LINE_RATE = mulaw.LINE_RATE
 
@@ -67,6 +70,18 @@ def line_rows(run_dir: Path, recognizer: Any) -> list[dict[str, Any]]:
     return rows
 
 
+def _pairs(rows: list[dict[str, Any]], heard: list[dict[str, Any]],
+           ) -> list[tuple[tuple[str, int], str, dict[str, Any]]]:
+    """(call, turn), the bot's text and the read-back row of every reply the caller heard whole: a text, no cut
+    (the next turn did not stop the bot), not a backchannel."""
+    cut = {(r["call_id"], r["turn"] - 1) for r in rows
+           if r.get("expect") == "interrupt" and r.get("stop_latency_ms") is not None}
+    back = {(r["call_id"], r["turn"]): r for r in heard}
+    return [((r["call_id"], r["turn"]), str(r["answer_text"]), back[(r["call_id"], r["turn"])]) for r in rows
+            if r.get("answer_text") and r.get("expect") != "no_interrupt"
+            and (r["call_id"], r["turn"]) not in cut and (r["call_id"], r["turn"]) in back]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run", type=Path)
@@ -89,12 +104,19 @@ def main() -> None:
     line = verdicts(unscore_cut_replies(heard), lambda c: fixture_of[c])
     got = agreement(here, line)
     print(got.line())
+    # how well the words themselves were read back: the replies heard whole (uncut, the bot's text known)
+    errors = [word_errors(spoken_form(strip_spans(text, " ")), spoken_form(heard_row["answer_text"] or ""))
+              for (call_id, turn), text, heard_row in _pairs(rows, heard)]
+    wer = sum(e.substitutions + e.deletions + e.insertions for e in errors) / max(1, sum(e.reference_words
+                                                                                        for e in errors))
+    print(f"read-back word errors on {len(errors)} replies heard whole: {100 * wer:.1f} %")
     for d in got.disagreements:
         print(f"  {d.key[0]} turn {d.key[1]}: text {'passed' if d.a.passed else 'failed'} ({d.a.words!r}); "
               f"read back {'passed' if d.b.passed else 'failed'} ({d.b.words!r})")
     if args.json is not None:
         args.json.write_text(json.dumps({
-            "run": run.run_id, "recognizer": args.recognizer, "paired": got.paired, "agree": got.agree, "share": got.share,
+            "run": run.run_id, "recognizer": args.recognizer, "readback_wer": round(wer, 4),
+            "readback_wer_replies": len(errors), "paired": got.paired, "agree": got.agree, "share": got.share,
             "scored_in_process_only": got.only_a, "scored_on_the_line_only": got.only_b,
             "in_process_passed": sum(v.passed for v in here.values()),
             "read_back_passed": sum(v.passed for v in line.values()),

@@ -75,8 +75,8 @@ class Generation:
             wait = self._due_ns - time.monotonic_ns()
             if wait > 0 and self.control.cancelled.wait(wait / 1e9):
                 return None
-            self._due_ns = time.monotonic_ns() + self._step_ns  # the next step's compute starts now
         snap = self.engine.snapshot(self.snapshots, step, self.shown)
+        self._due_ns = snap.t_ns + self._step_ns  # the next step's compute starts once this one is shown
         self.snapshots += 1
         self.last = snap
         return snap
