@@ -32,6 +32,7 @@ from voicelab.fixtures.format import load_fixture  # noqa: E402
 from voicelab.measure.events import read_events  # noqa: E402
 from voicelab.measure.metrics import turn_table, unscore_cut_replies  # noqa: E402
 from voicelab.measure.truth import read_call_truth, read_call_wav  # noqa: E402
+from voicelab.pcm import from_int16, to_int16  # noqa: E402
 from voicelab.pipeline.transport import mulaw  # noqa: E402
 from voicelab.speech.text import spoken_form  # noqa: E402
 from voicelab.speech.wer import word_errors  # noqa: E402
@@ -40,11 +41,9 @@ LINE_RATE = mulaw.LINE_RATE
 
 
 def line_bot(bot: np.ndarray, sr: int) -> np.ndarray:
-    """The bot channel as a carrier hears it: 8 kHz µ-law, int16."""
-    narrow = soxr.resample(bot.astype(np.float32) / 32768.0, sr, LINE_RATE) if sr != LINE_RATE else \
-        bot.astype(np.float32) / 32768.0
-    pcm = np.clip(np.round(narrow * 32767.0), -32768, 32767).astype(np.int16)
-    return mulaw.decode(mulaw.encode(pcm))
+    """The bot channel as a carrier hears it: 8 kHz µ-law, int16 (the lab's own conversions)."""
+    narrow = soxr.resample(from_int16(bot), sr, LINE_RATE) if sr != LINE_RATE else from_int16(bot)
+    return mulaw.decode(mulaw.encode(to_int16(narrow)))
 
 
 def line_rows(run_dir: Path, recognizer: Any) -> list[dict[str, Any]]:

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-Key = tuple[str, int, int]  # fixture name, turn index, repetition (as voicelab.analysis.compare pairs turns)
+from voicelab.analysis.pairing import Key, turn_keys
 
 
 @dataclass(frozen=True)
@@ -75,19 +74,11 @@ def verdict(row: dict[str, Any]) -> ExpectationVerdict | None:
 
 
 def verdicts(rows: Sequence[dict[str, Any]], fixture_of: Callable[[str], str]) -> dict[Key, ExpectationVerdict]:
-    """Every scored turn's verdict by (fixture, turn, repetition); backchannels are never scored."""
-    seen: dict[tuple[str, int], int] = defaultdict(int)
-    out: dict[Key, ExpectationVerdict] = {}
-    for row in rows:
-        if row.get("expect") == "no_interrupt":
-            continue
-        k = (fixture_of(str(row["call_id"])), int(row["turn"]))
-        rep = seen[k]
-        seen[k] += 1
-        v = verdict(row)
-        if v is not None:
-            out[(k[0], k[1], rep)] = v
-    return out
+    """Every scored turn's verdict by its pairing key (`voicelab.analysis.pairing`); backchannels are never
+    scored."""
+    answered = [r for r in rows if r.get("expect") != "no_interrupt"]
+    keys = turn_keys(((str(r["call_id"]), int(r["turn"])) for r in answered), fixture_of)
+    return {k: v for k, r in zip(keys, answered, strict=True) if (v := verdict(r)) is not None}
 
 
 def agreement(a: dict[Key, ExpectationVerdict], b: dict[Key, ExpectationVerdict]) -> Agreement:

@@ -25,10 +25,10 @@ import html
 import json
 import math
 import re
-from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from voicelab.analysis.agreement import Agreement, agreement, verdicts
+from voicelab.analysis.pairing import Key, turn_keys
 from voicelab.analysis.report import CSS, _img
 from voicelab.analysis.tables import RunData
 from voicelab.measure.figures import Live, Paired, views
@@ -78,9 +79,6 @@ def figure_specs() -> tuple[FigureSpec, ...]:
 SPECS: Mapping[str, FigureSpec] = Live(lambda: {f.name: f for f in figure_specs()})
 
 
-Key = tuple[str, int, int]  # fixture name, turn index, repetition (occurrence) of that fixture turn
-
-
 @dataclass(frozen=True)
 class FigureDiff:
     spec: FigureSpec
@@ -121,6 +119,11 @@ def _fixture_of(run: RunData, call_id: str) -> str:
     return re.sub(r"^\d+-", "", REPEAT_PREFIX.sub("", call_id))
 
 
+def fixture_namer(run: RunData) -> Callable[[str], str]:
+    """`_fixture_of` for one run, each call's calls/ID.json read once."""
+    return cache(partial(_fixture_of, run))
+
+
 def samples(run: RunData, spec: FigureSpec) -> list[tuple[Key, float]]:
     """(key, value) for every turn with a value of the figure's column, in call order."""
     t = run.turns
@@ -128,18 +131,10 @@ def samples(run: RunData, spec: FigureSpec) -> list[tuple[Key, float]]:
         return []
     if spec.answered_only:
         t = t[t["expect"].fillna("") != "no_interrupt"]
-    seen: dict[tuple[str, int], int] = defaultdict(int)
-    out: list[tuple[Key, float]] = []
-    fixtures: dict[str, str] = {}
-    for call_id, turn, v in zip(t["call_id"], t["turn"], t[spec.column], strict=True):
-        if v is None or (isinstance(v, float) and math.isnan(v)):
-            continue
-        if call_id not in fixtures:
-            fixtures[call_id] = _fixture_of(run, str(call_id))
-        k = (fixtures[call_id], int(turn))
-        out.append(((k[0], k[1], seen[k]), float(v)))
-        seen[k] += 1
-    return out
+    have = [(str(c), int(turn), float(v)) for c, turn, v in zip(t["call_id"], t["turn"], t[spec.column], strict=True)
+            if not (v is None or (isinstance(v, float) and math.isnan(v)))]
+    keys = turn_keys(((c, turn) for c, turn, _ in have), fixture_namer(run))
+    return [(k, v) for k, (_, _, v) in zip(keys, have, strict=True)]
 
 
 def _stat(spec: FigureSpec) -> Any:
@@ -233,7 +228,7 @@ def compare_runs(a: RunData, b: RunData, *, seed: int = SEED, n_resamples: int =
     if c.rows and not any(r.diff.paired for r in c.rows):
         c.notes.append("the runs share no fixture turns played alike: differences are unpaired (wider)")
     c.notes += _too_short(c.rows, min(repeats(a), repeats(b)))
-    va, vb = (verdicts(r.turns.to_dict("records"), lambda cid, r=r: _fixture_of(r, cid)) for r in (a, b))
+    va, vb = (verdicts(r.turns.to_dict("records"), fixture_namer(r)) for r in (a, b))
     c.expectations = agreement(va, vb) if va or vb else None
     return c
 

@@ -251,7 +251,8 @@ def run_line_calls(url: str, fixtures: Sequence[Fixture], out: Path, *, opts: Ca
         "headers": sorted(opts.headers), "params": sorted(opts.params),  # names only: values may be secrets
         "sample_rate": LINE_RATE, "encoding": "audio/x-mulaw", "frame_ms": 20, "repeat": repeat,
         "concurrency": concurrency, "ray": ray is not None, "readback": readback,
-        "readback_recognizer": None if not readback else "custom" if recognizer_factory else READBACK_RECOGNIZER, "greeting": opts.greeting, "listen": bool(scenarios),
+        "readback_recognizer": (None if not readback else "custom" if recognizer_factory else READBACK_RECOGNIZER),
+        "greeting": opts.greeting, "listen": bool(scenarios),
         "timeouts_s": {"connect": opts.connect_timeout_s, "answer": opts.answer_timeout_s,
                        "no_reply": opts.no_reply_timeout_s, "max_call": opts.max_call_s},
         "false_barge_in_rule": {"stop_silence_ms": rule.stop_silence_ms, "grace_ms": rule.grace_ms},

@@ -7,9 +7,10 @@ the run, after the calls.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -19,6 +20,11 @@ from voicelab.fixtures import FixtureError
 from voicelab.measure.figures import figure
 from voicelab.runs.console import fmt, print_figures, print_turns, summary_figures
 from voicelab.runs.folder import RunFolderError
+
+if TYPE_CHECKING:  # typing only: the call modules load once the arguments are checked
+    from voicelab.call.carrier import CallOptions, CallResult
+    from voicelab.call.line_run import BargeInRule
+    from voicelab.fixtures.format import Fixture
 
 
 def _pairs(items: list[str] | None, sep: str, what: str, example: str) -> dict[str, str]:
@@ -190,7 +196,7 @@ def call(
 ) -> None:
     """Play fixtures to a voice agent over a telephone media stream (WebSocket, 8 kHz µ-law) and measure it
     from its audio alone: FAR, stop latency, recovery, false barge-ins, talk-over, the line's own latency."""
-    from voicelab.call.carrier import CallOptions, CallResult
+    from voicelab.call.carrier import CallOptions
     from voicelab.call.line_run import BargeInRule, check_url, load_line_fixtures, redact_url
     from voicelab.call.load import parse_levels
 
@@ -250,9 +256,10 @@ def _join(stack: ExitStack, address: str, console: Console) -> Any:
         fail(str(e))
 
 
-def _calls(url: str, fxs: list[Any], levels: list[int], out: Path, opts: Any, repeat: int,
-           readback: bool, listen: bool, junit: Path | None, fail_on_expectations: bool, rule: Any,
-           console: Console, done: Any, cluster: Any, cpus_per_task: float) -> tuple[Path, list[Any], int]:
+def _calls(url: str, fxs: list[Fixture], levels: list[int], out: Path, opts: CallOptions, repeat: int,
+           readback: bool, listen: bool, junit: Path | None, fail_on_expectations: bool, rule: BargeInRule,
+           console: Console, done: Callable[[CallResult], None], cluster: Any,
+           cpus_per_task: float) -> tuple[Path, list[CallResult], int]:
     """The calls of one level or a sweep of levels, their tables and the expectations' gate."""
     from voicelab.call.line_run import run_line_calls
     from voicelab.call.load import load_sweep, load_table
