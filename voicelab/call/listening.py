@@ -11,6 +11,8 @@ fixed script's `CallerScheduler` stands in `voicelab.call.carrier`; it is one, w
   ``bot_audio_end``), the scenario picks the next line from those words and it becomes the next turn, started by
   its own start rule from the fixture (``bot_audio_end`` and its delay), exactly as the fixed script starts it.
   If the words are not read yet, the line waits for them; how long is recorded (``late_ms``);
+- a line the agent's words did not ask for (a repair, or the opening) waits at least ``REPAIR_WAIT_S`` (1 s) after
+  the agent stops, as people wait longer before "sorry?" than before an answer;
 - if the agent talks again before the chosen line has started (a pause between its sentences outlasted the
   caller's patience), the choice is taken back and made again on the whole reply, as a person who has not
   spoken yet keeps listening (``reconsidered`` counts these);
@@ -44,6 +46,13 @@ from voicelab.speech.streaming import Recognizer
 from voicelab.speech.text import recognizer_text
 
 _PAD_S = 0.1  # audio kept around the reply for the recogniser
+# A line the agent's words did not ask for (a repair, "sorry what was that", or the opening when the greeting asked
+# for nothing known) waits at least this long after the agent stops: people leave a longer gap before initiating
+# repair than before answering (Kendrick 2015, "The intersection of turn-taking and repair: the timing of
+# other-initiations of repair in conversation", Frontiers in Psychology 6:250), and words that ask for nothing are
+# often a reply not yet over. If the agent goes on within it, the choice is made again on the whole reply.
+REPAIR_WAIT_S = 1.0
+UNPROMPTED = ("repair", "opening")
 
 
 @dataclass
@@ -183,8 +192,9 @@ class ListeningCaller(CallerScheduler):
             self.heard.append(entry)
             return
         line = self.lines[choice.line]
-        turn = replace(line, index=k, start=StartRule("bot_audio_end", line.start.delay_s))
-        entry["late_ms"] = round(max(0.0, now_s - (over_s + (line.start.delay_s if reply else 0.0))) * 1000)
+        delay_s = max(line.start.delay_s, REPAIR_WAIT_S) if choice.why in UNPROMPTED else line.start.delay_s
+        turn = replace(line, index=k, start=StartRule("bot_audio_end", delay_s))
+        entry["late_ms"] = round(max(0.0, now_s - (over_s + (delay_s if reply else 0.0))) * 1000)
         self.heard.append(entry)
         self.played.append(turn)
         self.turns.append(turn.plan())

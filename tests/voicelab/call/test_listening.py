@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from voicelab.call.carrier import CallOptions
-from voicelab.call.listening import Ear, ListeningCaller, as_script, listening_options, load_scenarios
+from voicelab.call.listening import (
+    REPAIR_WAIT_S,
+    Ear,
+    ListeningCaller,
+    as_script,
+    listening_options,
+    load_scenarios,
+)
 from voicelab.call.pacing import LINE_RATE
 from voicelab.call.scenario import ScenarioError
 from voicelab.fixtures.format import FIXTURES_ROOT, load_fixture
@@ -97,6 +104,19 @@ def test_a_reply_that_goes_on_after_the_caller_chose_is_heard_whole_before_the_c
     assert caller.heard[4]["heard"] == "a table for 4 on friday at 7 pm is that right"
     assert caller.outcome == "done" and caller.report()["reconsidered"] == 1
     assert [turn for turn, _ in played] == list(range(6))
+
+
+def test_a_reply_paused_longer_than_the_lines_delay_is_still_heard_out_before_a_repair() -> None:
+    # the same two sentences 0.8 s apart: longer than any line's delay (0.5 s), shorter than the wait before a
+    # repair (1 s); the first sentence asks for nothing, so the repair waits, the question comes, and it confirms
+    prompts = ["Hello, Harbour Kitchen. May I have your name, please?", "What day would you like to come?",
+               "And what time?", "How many people will there be?", "A table for 4 on Friday at 7 pm.",
+               "Is that right?", "Great, your table is booked.", "Goodbye!"]
+    caller, played = asyncio.run(_converse(prompts, pauses={3: 0.8}))
+    assert [h["why"] for h in caller.heard] == ["fact:name", "fact:day", "fact:time", "fact:party", "confirm",
+                                                "closing"]
+    assert caller.outcome == "done" and caller.report()["reconsidered"] == 1
+    assert REPAIR_WAIT_S > max(t.start.delay_s for t in caller.played)
 
 
 def test_an_agent_that_never_answers_gets_repairs_then_the_caller_gives_up() -> None:
