@@ -70,3 +70,18 @@ def test_the_paired_difference_is_zero_for_equal_readings_and_signed_for_worse_o
     assert worse is not None and worse[0] == 0.2 and 0 < worse[1] <= worse[0] <= worse[2]
     assert cal.paired_difference(rows, "absent", "d") is None
     assert cal.paired_difference(rows, "worse", "d") == worse  # seeded: the page is reproducible
+
+
+def test_the_calls_section_ranks_the_rules_and_gives_the_paired_ratio() -> None:
+    def row(name: str, v: float, default: bool) -> dict[str, object]:
+        d = {"knob": 1.0, "false_cutoffs": 0.169, "dead_air_p50_ms": 400} if default else None
+        return {"strategy": name, "dead_air_p50_ms_at": {"5%": v}, "dead_air_p50_ms_ci_at": {"5%": [v - 10, v + 10]},
+                "at_default": d}
+
+    doc = {"command": "python benchmarks/call_turns.py", "calls": 3, "pauses": 10, "ends": 9,
+           "strategies": [row("silence", 2743, False), row("words", 1946, True)],
+           "ratios_to_silence_only": [{"of": "words", "at": "5%", "ratio": 0.709, "ci": [0.481, 0.929]}]}
+    text = "\n".join(cal.calls_section(doc))
+    assert "rank: `words` < `silence`" in text
+    assert "| words | 1946 [1936–1956] | 16.9 % / 400 |" in text
+    assert "paired: 0.709x [0.481–0.929]" in text
