@@ -200,12 +200,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--calls", type=Path, default=CALLS_DIR)
     ap.add_argument("--decision", type=Path, action="append", default=[], help="another decision model folder")
     ap.add_argument("--resamples", type=int, default=1000)
+    ap.add_argument("--first", type=int, help="only the first N calls in name order (those no model trains on)")
     ap.add_argument("--min-pause-ms", type=float, default=MIN_PAUSE_MS, help="shortest silence labelled a pause")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--markdown", type=Path)
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
-    points = load_points(a.calls, a.min_pause_ms)
+    points = load_points(a.calls, a.min_pause_ms, slice(a.first))
     pauses = [p for p in points if p.kind == "pause"]
     ends = [p for p in points if p.kind == "end"]
     timeout = judge("timeout (silence only)", "silence_ms", TIMEOUTS_MS, lambda t, p: t, points)

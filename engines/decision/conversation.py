@@ -20,6 +20,11 @@ latte" of "I would like a latte. With oat milk.") is never a cut-off anywhere. T
 model did worse than without it on the held-out Harper Valley turns (balanced accuracy 0.620 against 0.648) and on
 the probe (62.5% against 75%), measured 2026-12-03 on the 2-core CPU with `python -m engines.decision.held_out`.
 
+Labelled moments of real calls (`read_points`, `call_examples`; the source `harper_valley_calls` in `shares`): each
+point is what happened at that moment of a call, a pause the caller went on after (not complete) or the end of
+their turn (complete), the eot-bench labels, kept even where the same words are elsewhere the other label: the
+model then learns how often such words end a turn.
+
 The mix (`mixed`): the `interruption` task entirely from the shop corpus (engines/decision/corpus.py), as the
 shipped model learnt it; `turn_complete` from the shop corpus and each conversational source by `shares`, so
 that no source dominates. Dialogues are split into train and held-out by a hash of their id (`HELDOUT_SHARE`),
@@ -35,7 +40,7 @@ import hashlib
 import json
 import random
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from engines.decision import corpus as dc
@@ -146,13 +151,57 @@ def whole_turns(turns: Sequence[TranscriptTurn], stops_complete: bool = False) -
     return frozenset(out)
 
 
+CALL_POINTS = "harper_valley_calls"  # the source name of `read_points`'s examples in `shares`
+
+
+@dataclass(frozen=True)
+class CallPoint:
+    """A labelled moment of a real call (`voicelab.turnbench.call_timing.export_examples`): the caller's words so
+    far at a pause after which they went on (not complete: hold) or at their turn's end (complete)."""
+
+    call: str
+    complete: bool
+    text: str
+    context: str = ""
+
+
+def read_points(path: Path) -> list[CallPoint]:
+    """The exported points file: call, 1 (end) or 0 (pause), words, the agent's line; tab-separated."""
+    out = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        cols = line.split("\t")
+        if len(cols) != 4 or cols[1] not in ("0", "1"):
+            raise ValueError(f"{path}:{n}: expected call, 0 or 1, words, context (tab-separated)")
+        out.append(CallPoint(cols[0], cols[1] == "1", normalize(cols[2]), normalize(cols[3])))
+    return out
+
+
+def call_examples(points: Sequence[CallPoint], n: int, seed: int, split: str) -> list[dc.DecisionExample]:
+    """n `turn_complete` examples drawn from the points of `split`'s calls, half ends and half pauses. Unlike the
+    transcripts' labels, a pause the caller went on after is labelled not complete even where the words are a
+    sentence: the label is what happened at that moment of the call, as eot-bench labels its points."""
+    pool = [p for p in points if is_heldout(p.call) == (split == "heldout") and p.text]
+    ends, holds = [p for p in pool if p.complete], [p for p in pool if not p.complete]
+    if not ends or not holds:
+        raise ValueError(f"no {split} call points with both labels")
+    r = random.Random(seed)
+    out = []
+    for _ in range(n):
+        p = r.choice(ends if r.random() < 0.5 else holds)
+        ctx = p.context if r.random() < CONTEXT_SHARE else ""
+        out.append(dc.DecisionExample("turn_complete", p.text, p.complete, f"call_{'end' if p.complete else 'hold'}",
+                                      ctx))
+    return out
+
+
 def mixed(n: int, seed: int, split: str = "train", turns: Sequence[TranscriptTurn] | None = None,
-          shares: dict[str, float] | None = None, stops_complete: bool = False) -> list[dc.DecisionExample]:
+          shares: dict[str, float] | None = None, stops_complete: bool = False,
+          points: Sequence[CallPoint] = ()) -> list[dc.DecisionExample]:
     """n examples: half `interruption` (the shop corpus), half `turn_complete` split between the shop corpus and
     the conversational sources by `shares` (module doc); shuffled, reproducible from the seed."""
     shares = shares or SHARES
     turns = list(turns) if turns is not None else read(DATA)
-    bad = [s for s in shares if s != "shop" and not any(t.source == s for t in turns)]
+    bad = [s for s in shares if s not in ("shop", CALL_POINTS) and not any(t.source == s for t in turns)]
     if bad:
         raise ValueError(f"source {bad[0]!r}: no turns of it in the conversational data")
     used = [t for t in turns if t.source in shares]
@@ -164,6 +213,8 @@ def mixed(n: int, seed: int, split: str = "train", turns: Sequence[TranscriptTur
     out += shop
     # a shop turn labelled complete ("that is all thank you") is never a conversational cut-off
     whole = whole_turns(used, stops_complete) | {u.text for u in shop if u.answer}
+    if CALL_POINTS in counts:
+        out += call_examples(points, counts.pop(CALL_POINTS), seed + 99, split)
     for i, (s, k) in enumerate(sorted(counts.items())):
         out += conversational([t for t in used if t.source == s], k, seed + 2 + i, split, whole, stops_complete)
     random.Random(seed).shuffle(out)

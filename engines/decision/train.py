@@ -86,6 +86,10 @@ class DecisionTrainConfig:
     conversation_data: str = "engines/decision/data/conversation.tsv"
     # 1: with --conversation 1, prefixes at a sentence end are complete, not left out (engines.decision.conversation)
     stops_complete: int = 0
+    # with --conversation 1: the turn_complete sources and their shares, "source=share,..." (empty: the module's)
+    shares: str = ""
+    # labelled moments of real calls (engines.decision.conversation.read_points), for the harper_valley_calls share
+    call_points: str = ""
 
 
 def train(model: LLaDAModel, prompts: list[list[int]], labels: list[bool], cfg: DecisionTrainConfig,
@@ -191,8 +195,13 @@ def main(argv: list[str] | None = None) -> None:
         except ValueError as e:
             ap.error(str(e))
         sc = bool(cfg.stops_complete)
-        train_set = conversation.mixed(cfg.n_train, cfg.train_seed, "train", turns, stops_complete=sc)
-        heldout = conversation.mixed(cfg.n_heldout, cfg.heldout_seed, "heldout", turns, stops_complete=sc)
+        try:
+            shares = {k: float(v) for k, v in (x.split("=") for x in cfg.shares.split(",") if x)} or None
+            points = conversation.read_points(Path(cfg.call_points)) if cfg.call_points else []
+            train_set = conversation.mixed(cfg.n_train, cfg.train_seed, "train", turns, shares, sc, points)
+            heldout = conversation.mixed(cfg.n_heldout, cfg.heldout_seed, "heldout", turns, shares, sc, points)
+        except (ValueError, OSError) as e:
+            ap.error(f"--shares / --call-points: {e}")
     else:
         train_set = dc.generate(cfg.n_train, cfg.train_seed, "train", tasks, cfg.last_word_slip, bool(cfg.broad))
         # held out as the shipped model's figures were measured (no slips), so the two compare

@@ -165,8 +165,10 @@ def points_of_call(call: str, segs: Sequence[CallSegment], min_pause_ms: float =
     return pts
 
 
-def load_points(folder: Path = CALLS_DIR, min_pause_ms: float = MIN_PAUSE_MS) -> list[TimedPoint]:
-    files = sorted(folder.glob("*.tsv"))
+def load_points(folder: Path = CALLS_DIR, min_pause_ms: float = MIN_PAUSE_MS,
+                calls: slice = slice(None)) -> list[TimedPoint]:
+    """The points of the folder's calls (`calls`: which of them, in name order)."""
+    files = sorted(folder.glob("*.tsv"))[calls]
     if not files:
         raise CallFileError(f"{folder}: no call files (*.tsv)")
     return [p for f in files for p in points_of_call(f.stem, read_call(f), min_pause_ms)]
@@ -230,3 +232,29 @@ def fused_wait_ms(w: Sequence[float], theta: float, text_p: float, floor_ms: flo
     target = math.log(theta / (1.0 - theta))
     ln_s = (target - w[0] - w[1] * _logit(text_p)) / w[2]
     return min(cap_ms, max(floor_ms, 1000.0 * math.exp(min(ln_s, 50.0))))
+
+
+def export_examples(points: Sequence[TimedPoint], path: Path) -> int:
+    """Write the points as labelled `turn_complete` examples for the decision model's trainer
+    (`engines.decision.conversation.read_points`): call, end (1) or pause (0), the words, the agent's line."""
+    rows = [f"{p.call}\t{int(p.kind == 'end')}\t{p.words}\t{p.context}" for p in points]
+    path.write_text("".join(r + "\n" for r in rows), encoding="utf-8")
+    return len(rows)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Export the calls' labelled points as decision-model examples.")
+    ap.add_argument("--calls", type=Path, default=CALLS_DIR)
+    ap.add_argument("--skip-first", type=int, default=0, help="leave out the first N calls in name order")
+    ap.add_argument("--export", type=Path, required=True)
+    a = ap.parse_args(argv)
+    pts = load_points(a.calls, calls=slice(a.skip_first, None))
+    n = export_examples(pts, a.export)
+    print(f"{n} points of {len({p.call for p in pts})} calls -> {a.export}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

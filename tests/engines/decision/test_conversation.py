@@ -169,3 +169,27 @@ def test_candidate_loads_and_answers_the_fixed_judgements() -> None:
         assert dm.ask(task, text).answer == expected, (task, text)
     cfg = json.loads((CANDIDATE / "config.json").read_text())["voicelab"]["decision"]
     assert set(cfg["tasks"]) == {"turn_complete", "interruption"}
+
+
+def test_call_points_keep_the_label_of_the_moment_and_split_by_call(tmp_path: Path) -> None:
+    rows = [f"call{i}\t{i % 2}\t{'yes' if i % 3 else 'hi my name is ann'}\tHow can I help?" for i in range(60)]
+    p = tmp_path / "points.tsv"
+    p.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    pts = cv.read_points(p)
+    assert pts[0] == cv.CallPoint("call0", False, "hi my name is ann", "how can i help")
+    ex = cv.call_examples(pts, 400, 0, "train")
+    assert ex == cv.call_examples(pts, 400, 0, "train")
+    assert 0.4 < sum(u.answer for u in ex) / len(ex) < 0.6
+    by_text = {(u.text, u.answer) for u in ex}
+    assert ("yes", True) in by_text and ("yes", False) in by_text  # one text, both labels: what happened then
+    train_calls = {p.call for p in pts if not cv.is_heldout(p.call)}
+    assert {u.text for u in ex} <= {p.text for p in pts if p.call in train_calls}
+    mix = cv.mixed(1000, 1, "train", tr.read(cv.DATA), {"shop": 0.6, cv.CALL_POINTS: 0.4}, points=pts)
+    assert sum(u.kind.startswith("call_") for u in mix) == 200  # 0.4 of the 500 turn_complete examples
+
+
+def test_a_bad_points_file_names_the_line(tmp_path: Path) -> None:
+    p = tmp_path / "points.tsv"
+    p.write_text("call0\tmaybe\tyes\t\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"points\.tsv:1: expected"):
+        cv.read_points(p)

@@ -173,3 +173,21 @@ def test_the_committed_call_figures_come_from_the_committed_calls(tmp_path: Path
     again = json.loads((tmp_path / "call_turns.json").read_text())
     for key in ("calls", "turns", "pauses", "ends", "strategies", "ratios_to_silence_only", "pauses_and_ends"):
         assert again[key] == doc[key], key
+
+
+def test_exported_points_are_what_the_decision_trainer_reads(tmp_path: Path) -> None:
+    from engines.decision.conversation import read_points
+    from voicelab.turnbench.call_timing import main
+
+    calls = tmp_path / "calls"
+    calls.mkdir()
+    _write(calls, [_row(1, "agent", 0, [(0, 300, "hello")]), _row(2, "caller", 500, [(0, 300, "skip")]),
+                   _row(3, "agent", 1500, [(0, 300, "next")])], "a")
+    _write(calls, [_row(1, "agent", 0, [(0, 300, "hello")]),
+                   _row(2, "caller", 500, [(0, 300, "hi"), (900, 300, "I'm"), (1200, 300, "Ann")]),
+                   _row(3, "agent", 2500, [(0, 300, "okay")])], "b")
+    out = tmp_path / "points.tsv"
+    assert main(["--calls", str(calls), "--skip-first", "1", "--export", str(out)]) == 0
+    pts = read_points(out)
+    assert [(p.call, p.complete, p.text, p.context) for p in pts] == [
+        ("b", False, "hi", "hello"), ("b", True, "hi i am ann", "hello")]
