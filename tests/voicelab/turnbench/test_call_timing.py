@@ -191,3 +191,4 @@ def test_exported_points_are_what_the_decision_trainer_reads(tmp_path: Path) -> 
     pts = read_points(out)
     assert [(p.call, p.complete, p.text, p.context) for p in pts] == [
         ("b", False, "hi", "hello"), ("b", True, "hi i am ann", "hello")]
+
