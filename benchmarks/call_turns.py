@@ -25,6 +25,7 @@ import platform
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -143,6 +144,26 @@ def paired_ratio(a: Judged, b: Judged, level: float, resamples: int, seed: int =
             "ratio": None if point is None else round(point, 3), "ci": ci}
 
 
+CAPS_MS = (2500.0, 1500.0, 1000.0, 800.0)
+
+
+def cap_costs(points: Sequence[TimedPoint], tp: Sequence[float]) -> list[dict[str, Any]]:
+    """`decide`'s table at its shipped waits with every wait capped at each of CAPS_MS: what a shorter longest wait
+    (a lower FAR p95) costs in real callers' pauses cut off."""
+    out = []
+    for cap in CAPS_MS:
+        th = TurnThresholds()
+        th = replace(th, medium_ms=min(th.medium_ms, cap), disputed_ms=min(th.disputed_ms, cap),
+                     vetoed_ms=min(th.vetoed_ms, cap), cap_ms=cap)
+        need = [required_silence_ms(None, t, th, p.resumed_ms)[0] for p, t in zip(points, tp, strict=True)]
+        cut = [n < p.silence_ms for n, p in zip(need, points, strict=True) if p.kind == "pause"]
+        dead = [n for n, p in zip(need, points, strict=True) if p.kind == "end"]
+        out.append({"cap_ms": cap, "false_cutoffs": round(float(np.mean(cut)), 4),
+                    "dead_air_p50_ms": round(float(np.percentile(dead, 50))),
+                    "dead_air_p95_ms": round(float(np.percentile(dead, 95)))})
+    return out
+
+
 def pause_facts(points: Sequence[TimedPoint]) -> dict[str, Any]:
     g = np.array([p.silence_ms for p in points if p.kind == "pause"])
     e = np.array([p.silence_ms for p in points if p.kind == "end"])
@@ -184,6 +205,9 @@ def markdown(doc: dict[str, Any]) -> str:
                      f"{_num(at10)} | "
                      f"{'-' if cut800 is None else f'{100 * cut800:.1f} %'} | {d_s} | {r.get('text_auc') or ''} |")
     f = doc["pauses_and_ends"]
+    lines += ["", "`decide`'s table on the shipped model at scale 1 with its longest wait capped (what a lower FAR p95 "
+              "costs): " + "; ".join(f"{c['cap_ms']:.0f} ms: {100 * c['false_cutoffs']:.1f} % of pauses cut off, dead air "
+                                      f"p95 {c['dead_air_p95_ms']} ms" for c in doc["caps_shipped_model"]) + "."]
     lines += ["", "Dead air over silence only's, on the same points (paired bootstrap, 95 % interval): " + "; ".join(
         f"{r['of']} at {r['at']}: {r['ratio']}x {r['ci']}" for r in doc["ratios_to_silence_only"]) + "."]
     lines += ["", f"Pauses: median / p90 / p95 {f['pause_ms_p50_p90_p95']} ms; share longer than 0.5 / 1 / 2 / 2.5 s: "
@@ -234,7 +258,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}, no GPU",
         "calls": len({p.call for p in points}), "turns": len({(p.call, p.turn) for p in points}),
         "pauses": len(pauses), "ends": len(ends), "min_pause_ms": a.min_pause_ms, "pauses_and_ends": pause_facts(points),
-        "strategies": rows, "ratios_to_silence_only": ratios, "fitted_weights_bias_text_silence_per_fold": fitted_weights,
+        "strategies": rows, "ratios_to_silence_only": ratios, "caps_shipped_model": cap_costs(points, models["shipped"]),
+        "fitted_weights_bias_text_silence_per_fold": fitted_weights,
         "anchors_5pct_ms": ANCHORS_5PCT_MS, "seconds": round(time.perf_counter() - t0, 1),
     }
     for r in rows:

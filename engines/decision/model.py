@@ -35,9 +35,6 @@ TASK_TOKENS = {"turn_complete": "<|turn_complete|>", "interruption": "<|interrup
 YES, NO = "<|yes|>", "<|no|>"
 DECISION_TOKENS = [*TASK_TOKENS.values(), YES, NO]
 DEFAULT_FOLDER = Path(__file__).resolve().parents[1] / "tiny" / "decision"
-# the barge-in's judge: the model that was shipped before the turn end learnt from real calls; kept for barge-in,
-# where its successor let backchannels stop the bot (docs/decisions/decision-real-call-moments.md)
-BARGE_FOLDER = Path(__file__).resolve().parents[1] / "tiny" / "decision_barge"
 
 
 @dataclass(frozen=True)

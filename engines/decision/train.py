@@ -6,14 +6,13 @@ tokens, cross-entropy over the two answer tokens at the prompt's last position. 
 `steps` or `max_minutes`, whichever comes first. Writes config.json, tokenizer.json,
 tokenizer_config.json, model.safetensors (bf16), train_log.json and eval.json into --out.
 
-    # the shipped turn-end model (engines/tiny/decision): the shop, real calls' moments, Taskmaster's turns
+    nohup python -m engines.decision.train --out engines/tiny/decision > /tmp/decision_train.log 2>&1 &
+    python -m engines.decision.train --conversation 1 --vocab-size 1024 --max-minutes 35 \
+        --out engines/tiny/decision_conversation        # the candidate trained on callers' real turns
     python -m engines.decision.train --conversation 1 \
         --shares shop=0.4,harper_valley_calls=0.3,taskmaster4=0.15,taskmaster3=0.15 \
-        --call-points engines/decision/data/call_points.tsv --threads 2 --max-minutes 15 --out engines/tiny/decision
-    # the barge-in's model (engines/tiny/decision_barge: the shop corpus only; the turn end's before)
-    nohup python -m engines.decision.train --out engines/tiny/decision_barge > /tmp/decision_train.log 2>&1 &
-    python -m engines.decision.train --conversation 1 --vocab-size 1024 --max-minutes 35 \
-        --out engines/tiny/decision_conversation        # a candidate trained on callers' written turns
+        --call-points engines/decision/data/call_points.tsv --threads 2 --max-minutes 15 \
+        --out engines/tiny/decision_calls               # the candidate that learnt from real calls' moments
 """
 
 from __future__ import annotations

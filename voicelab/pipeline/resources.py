@@ -102,7 +102,7 @@ class ResourcePool:
                 self.recognizers[rec] = load_recognizer_for(cfg)
             if wants_decision(cfg) and self.decision is None:
                 self.decision = load_decision_model()
-            self.turn_models.preload(cfg)
+            self.turn_models.preload(cfg, self.decision)
             if self.voice is None:
                 voice = load_voice()
                 warm_up_voice(voice)  # onnxruntime's first run, likewise

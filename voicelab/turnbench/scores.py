@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from engines.decision.model import BARGE_FOLDER, load_decision_model
+from engines.decision.model import load_decision_model
 from voicelab.pcm import as_heard, to_int16
 from voicelab.pipeline.turns.turn_models import SharedSileroVADAnalyzer, TurnModels
 from voicelab.speech.caller_lm import DEFAULT_LM_WEIGHT
@@ -211,26 +211,24 @@ def score_barge(models: Models, case: CaseAudio) -> dict[str, Any]:
 
 
 def rescore_words(docs: list[dict[str, Any]], folder: Path | None = None) -> None:
-    """Ask the decision models (the shipped ones, or `folder` of the same layout for both) about the cached
-    readings, in place: each turn stop's P(complete) on its final and early readings (the turn end's model), each
-    barge case's P(interruption) and P(complete) (the barge-in's model, `BARGE_FOLDER`). The readings, audio
-    scores and pass times stay the cache's; the decision model's pass time is re-measured. Each distinct reading
-    is asked once of each model."""
-    models, barge = Models(), Models()
+    """Ask the decision model (the shipped one, or `folder` of the same layout) about the cached readings, in
+    place: each turn stop's P(complete) on its final and early readings, each barge case's P(interruption) and
+    P(complete). The readings, audio scores and pass times stay the cache's; the decision model's pass time is
+    re-measured. Each distinct reading is asked once."""
+    models = Models()
     models._decision = load_decision_model(folder)
-    barge._decision = models._decision if folder is not None else load_decision_model(BARGE_FOLDER)
-    memo: dict[tuple[int, str, str], tuple[float | None, float]] = {}
+    memo: dict[tuple[str, str], tuple[float | None, float]] = {}
 
     def _ask(models: Models, task: str, text: str) -> tuple[float | None, float]:
-        if (id(models), task, text) not in memo:
-            memo[(id(models), task, text)] = _ask_model(models, task, text)
-        return memo[(id(models), task, text)]
+        if (task, text) not in memo:
+            memo[(task, text)] = _ask_model(models, task, text)
+        return memo[(task, text)]
 
     for doc in docs:
         if doc.get("kind") == "barge":
             text = doc["reading"]["text"]
-            doc["interruption_p"], doc["decision_ms"] = _ask(barge, "interruption", text)
-            doc["complete_p"], _ = _ask(barge, "turn_complete", text)
+            doc["interruption_p"], doc["decision_ms"] = _ask(models, "interruption", text)
+            doc["complete_p"], _ = _ask(models, "turn_complete", text)
             continue
         for stop in doc["stops"]:
             stop["text_p"], stop["decision_ms"] = _ask(models, "turn_complete", stop["text"])

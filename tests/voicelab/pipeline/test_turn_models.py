@@ -104,27 +104,23 @@ def test_strategies_on_shared_models_load_no_model_of_their_own(models: TurnMode
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = PipelineConfig(barge_in="pause", turn="decide")
     loads: list[Any] = []
+    monkeypatch.setattr(barge_in, "load_decision_model", lambda *a, **k: loads.append(a) or None)
 
-    class Decision:  # a decision model answering P(interruption) = p
-        def __init__(self, p: float) -> None:
-            self.p = p
-
+    class Decision:  # the turn end's decision model, as the pool passes it
         def ask(self, task: str, text: str) -> Any:
-            return type("D", (), {"p_yes": self.p if task == "interruption" else 0.1})()
+            return type("D", (), {"p_yes": 0.9 if task == "interruption" else 0.1})()
 
-    monkeypatch.setattr(barge_in, "load_decision_model", lambda *a, **k: loads.append(a) or Decision(0.7))
-    # the turn end's model, as the pool passes it: the barge-in asks its own (BARGE_FOLDER), loaded once
-    built = [turn_strategies(cfg, decision=Decision(0.9), models=models) for _ in range(2)]  # type: ignore[arg-type]
+    built = [turn_strategies(cfg, decision=Decision(), models=models) for _ in range(2)]  # type: ignore[arg-type]
     for s in built:
         pause, stop = s.start[0], s.stop[0]
         assert isinstance(pause, PauseThenDecide) and isinstance(stop, DecideTurnEndStopStrategy)
-        assert pause.judge_name == "decision_model" and pause.judge("stop please") == 0.7
+        assert pause.judge_name == "decision_model" and pause.judge("stop please") == 0.9
         onset = pause._onset_vad
         inner = getattr(onset, "_inner", onset)  # the onset VAD may be wrapped (barge_in.LevelGatedVAD)
         assert inner._model.session is models.silero_session()
         assert stop._analyzer._session is models.smart_turn_session()
     assert built[0].start[0]._onset_vad is not built[1].start[0]._onset_vad  # the state is per call
-    assert loads == [(barge_in.BARGE_FOLDER,)]
+    assert loads == []
     vad = vad_analyzer(cfg, models)
     assert isinstance(vad, SileroVADAnalyzer) and vad._model.session is models.silero_session()
     assert vad.params == VADParams(start_secs=cfg.vad_start_secs, stop_secs=cfg.vad_stop_secs)

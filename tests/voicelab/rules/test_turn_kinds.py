@@ -83,7 +83,7 @@ def test_the_models_loaded_are_the_ones_the_kinds_name(monkeypatch: pytest.Monke
     models = TurnModels()
     monkeypatch.setattr(models, "silero_session", lambda: loaded.append("silero"))
     monkeypatch.setattr(models, "smart_turn_session", lambda: loaded.append("smart_turn"))
-    monkeypatch.setattr(models, "interruption_judge", lambda: loaded.append("judge"))
+    monkeypatch.setattr(models, "interruption_judge", lambda d=None: loaded.append("judge"))
     for turn, barge, want in (("decide", "pause", ["smart_turn", "judge"]), ("smart", "vad", ["smart_turn"]),
                               ("timeout:500", "words:3", [])):
         loaded.clear()

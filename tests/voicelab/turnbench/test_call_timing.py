@@ -171,7 +171,8 @@ def test_the_committed_call_figures_come_from_the_committed_calls(tmp_path: Path
     subprocess.run([sys.executable, str(root / "benchmarks" / "call_turns.py"), *args], cwd=root, check=True,
                    capture_output=True, timeout=600)
     again = json.loads((tmp_path / "call_turns.json").read_text())
-    for key in ("calls", "turns", "pauses", "ends", "strategies", "ratios_to_silence_only", "pauses_and_ends"):
+    for key in ("calls", "turns", "pauses", "ends", "strategies", "ratios_to_silence_only", "pauses_and_ends",
+                "caps_shipped_model"):
         assert again[key] == doc[key], key
 
 

@@ -155,7 +155,7 @@ def pause_start(parts: TurnParts) -> list[Any]:
     if models is None:
         return [PauseThenDecide(onset_vad=onset_vad(cfg), log=parts.log)]
     # the judge's model is shared too, not loaded again by each call's strategy
-    name, judge, complete = models.interruption_judge()
+    name, judge, complete = models.interruption_judge(parts.decision)
     pause = PauseThenDecide(judge=judge, complete=complete, onset_vad=onset_vad(cfg, models), log=parts.log)
     pause.judge_name = name
     return [pause]

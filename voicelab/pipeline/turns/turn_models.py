@@ -25,9 +25,10 @@ from pipecat.audio.vad.silero import SileroOnnxModel, SileroVADAnalyzer
 from pipecat.audio.vad.vad_analyzer import VADAnalyzer, VADParams
 from pipecat.utils.env import env_truthy
 
+from engines.decision.model import DecisionModel
 from voicelab.pcm import SAMPLE_RATE
 from voicelab.pipeline.config import PipelineConfig
-from voicelab.pipeline.turns.barge_in_strategy import default_judge
+from voicelab.pipeline.turns.barge_in_strategy import default_judge, model_judges
 from voicelab.rules.barge_in import Judge
 from voicelab.rules.turn_kinds import INTERRUPTION_JUDGE, SMART_TURN
 
@@ -89,16 +90,18 @@ class TurnModels:
                 self._smart_turn = analyzer._session
             return self._smart_turn
 
-    def interruption_judge(self) -> tuple[str, Judge, Judge | None]:
-        """(name, P(interruption), P(complete) or None) of the pause barge-in: `PauseThenDecide`'s own choice (the
-        barge-in's decision model, `engines.decision.model.BARGE_FOLDER`, not the turn end's; or the word rule
-        without its weights), loaded once."""
+    def interruption_judge(self, decision: DecisionModel | None = None) -> tuple[str, Judge, Judge | None]:
+        """(name, P(interruption), P(complete) or None) of the pause barge-in: `decision` (the turn end's model,
+        already shared) when given, else `PauseThenDecide`'s own choice (the installed decision model, or the
+        word rule), loaded once."""
+        if decision is not None:
+            return ("decision_model", *model_judges(decision))
         with self._lock:
             if self._judge is None:
                 self._judge = default_judge()
             return self._judge
 
-    def preload(self, cfg: PipelineConfig) -> None:
+    def preload(self, cfg: PipelineConfig, decision: DecisionModel | None = None) -> None:
         """Load now what `cfg` needs (its VAD, and the models its turn-end and barge-in kinds name in
         `voicelab.rules.turn_kinds`), not in a caller's first seconds."""
         if cfg.vad == "silero":
@@ -106,7 +109,7 @@ class TurnModels:
         if SMART_TURN in cfg.turn_spec().entry.models:
             self.smart_turn_session()
         if INTERRUPTION_JUDGE in cfg.barge_in_spec().entry.models:
-            self.interruption_judge()
+            self.interruption_judge(decision)
 
     def silero_vad(self, *, sample_rate: int | None = None, params: VADParams | None = None) -> VADAnalyzer:
         return SharedSileroVADAnalyzer(self.silero_session(), sample_rate=sample_rate, params=params)
