@@ -238,11 +238,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ratios: list[dict[str, Any]] = []
     models: dict[str, list[float]] = {"shipped": text_ps(None, points)}
     for folder in a.decision:
-        models[folder.name] = text_ps(folder, points)
+        models[folder.as_posix()] = text_ps(folder, points)
     tp_of = {name: dict(zip(map(id, points), tp, strict=True)) for name, tp in models.items()}
     for name, tp in models.items():
         text_auc = auc([tp_of[name][id(p)] for p in ends], [tp_of[name][id(p)] for p in pauses])
-        j = decide_words(points, tp, f"decide (words only), {name} decision model")
+        j = decide_words(points, tp, "decide (words only), " + ("shipped decision model" if name == "shipped" else name))
         rows.append({**summarise(j, a.resamples, 1.0), "text_auc": text_auc})
         ratios += [paired_ratio(j, timeout, lv, a.resamples) for lv in (0.05, 0.10)]
     rows.append(summarise(decide_words(points, models["shipped"], "decide (words only), shipped, no resumed bound",

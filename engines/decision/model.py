@@ -12,13 +12,14 @@ and its confidence. Tasks (engines/decision/corpus.py):
   backchannel / noise (no)?
 
     from engines.decision.model import load_decision_model
-    dm = load_decision_model()                      # engines/tiny/decision
+    dm = load_decision_model()                      # engines/tiny/decision_ensemble
     d = dm.ask("turn_complete", "i would like to book a")   # d.answer, d.confidence, d.ms
 """
 
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +35,16 @@ from engines.local.tokenizer import ChatTokenizer
 TASK_TOKENS = {"turn_complete": "<|turn_complete|>", "interruption": "<|interruption|>"}
 YES, NO = "<|yes|>", "<|no|>"
 DECISION_TOKENS = [*TASK_TOKENS.values(), YES, NO]
-DEFAULT_FOLDER = Path(__file__).resolve().parents[1] / "tiny" / "decision"
+# the shipped decision model: the shop's training and the real-call-moments training asked together about turn
+# ends, the shop's alone about interruptions (engines/tiny/decision_ensemble/ensemble.json;
+# docs/decisions/decision-real-call-moments.md)
+DEFAULT_FOLDER = Path(__file__).resolve().parents[1] / "tiny" / "decision_ensemble"
+SHOP_FOLDER = Path(__file__).resolve().parents[1] / "tiny" / "decision"  # the shop's training, one network
+
+
+def installed(folder: Path) -> bool:
+    """A decision model's weights (config.json) or an ensemble of them (ensemble.json) are in `folder`."""
+    return (folder / "config.json").is_file() or (folder / "ensemble.json").is_file()
 
 
 @dataclass(frozen=True)
@@ -126,9 +136,67 @@ class DecisionModel:
         return out
 
 
+class EnsembleDecisionModel:
+    """Several trainings of the decision model asked together: per task, the mean of the members' logits of "yes"
+    (a folder with `ensemble.json`: {"members": {task: [member folder, ...]}}, paths relative to it). Trainings on
+    different sources err on different texts; averaging logits lets a confident doubt of one outweigh the other's
+    mild belief. A task may name one member only (the barge-in's `interruption` keeps the shop's training)."""
+
+    def __init__(self, members: dict[str, list[DecisionModel]]) -> None:
+        self.members = members
+
+    @staticmethod
+    def _logit(p: float) -> float:
+        q = min(1.0 - 1e-6, max(1e-6, p))
+        return math.log(q / (1.0 - q))
+
+    def _mean(self, ps: list[float]) -> float:
+        z = sum(self._logit(p) for p in ps) / len(ps)
+        return 1.0 / (1.0 + math.exp(-z))
+
+    def _of(self, task: str) -> list[DecisionModel]:
+        if task not in self.members:
+            raise ValueError(f"decision task {task!r}: this ensemble answers {sorted(self.members)}")
+        return self.members[task]
+
+    def ask(self, task: str, text: str, context: str | None = None) -> Decision:
+        answers = [m.ask(task, text, context) for m in self._of(task)]
+        p_yes = self._mean([d.confidence if d.answer else 1.0 - d.confidence for d in answers])
+        return Decision(p_yes >= 0.5, max(p_yes, 1.0 - p_yes), sum(d.ms for d in answers))
+
+    def p_yes_batch(self, items: list[tuple[str, str, str | None]], batch: int = 256) -> list[float]:
+        out = [0.0] * len(items)
+        for task in {t for t, _, _ in items}:
+            idx = [i for i, it in enumerate(items) if it[0] == task]
+            per = [m.p_yes_batch([items[i] for i in idx], batch) for m in self._of(task)]
+            for k, i in enumerate(idx):
+                out[i] = self._mean([ps[k] for ps in per])
+        return out
+
+
+def _load_ensemble(folder: Path, device: str) -> EnsembleDecisionModel:
+    path = folder / "ensemble.json"
+    try:
+        spec = json.loads(path.read_text())["members"]
+        named = {task: [(folder / m).resolve() for m in ms] for task, ms in spec.items()}
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise CheckpointError(f"{path}: expected {{\"members\": {{task: [folder, ...]}}}}: {e}") from None
+    if not named or any(not ms for ms in named.values()):
+        raise CheckpointError(f"{path}: every task needs at least one member folder")
+    loaded: dict[Path, DecisionModel] = {}
+    for m in {m for ms in named.values() for m in ms}:
+        if (m / "ensemble.json").is_file():
+            raise CheckpointError(f"{path}: member {m} is itself an ensemble")
+        loaded[m] = load_decision_model(m, device)
+    return EnsembleDecisionModel({task: [loaded[m] for m in ms] for task, ms in named.items()})
+
+
 def load_decision_model(folder: str | Path | None = None, device: str = "cpu") -> DecisionModel:
-    """The shipped decision model (engines/tiny/decision) or another folder of the same layout."""
+    """The shipped decision model (engines/tiny/decision) or another folder of the same layout, or a folder with
+    an `ensemble.json` (`EnsembleDecisionModel`, which answers like one)."""
     folder = Path(folder) if folder is not None else DEFAULT_FOLDER
+    if (folder / "ensemble.json").is_file():
+        return _load_ensemble(folder, device)  # type: ignore[return-value]  # answers as a DecisionModel does
     ck = load(folder, device=device, dtype=torch.float32)
     answer_ids(ck.tokenizer)
     cfg = read_config(folder)

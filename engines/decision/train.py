@@ -6,13 +6,15 @@ tokens, cross-entropy over the two answer tokens at the prompt's last position. 
 `steps` or `max_minutes`, whichever comes first. Writes config.json, tokenizer.json,
 tokenizer_config.json, model.safetensors (bf16), train_log.json and eval.json into --out.
 
+    # the shop's training (engines/tiny/decision); the shipped model asks it and decision_calls together
+    # (engines/tiny/decision_ensemble/ensemble.json)
     nohup python -m engines.decision.train --out engines/tiny/decision > /tmp/decision_train.log 2>&1 &
     python -m engines.decision.train --conversation 1 --vocab-size 1024 --max-minutes 35 \
         --out engines/tiny/decision_conversation        # the candidate trained on callers' real turns
     python -m engines.decision.train --conversation 1 \
         --shares shop=0.4,harper_valley_calls=0.3,taskmaster4=0.15,taskmaster3=0.15 \
         --call-points engines/decision/data/call_points.tsv --threads 2 --max-minutes 15 \
-        --out engines/tiny/decision_calls               # the candidate that learnt from real calls' moments
+        --out engines/tiny/decision_calls               # learnt from real calls' moments too (ensemble member)
 """
 
 from __future__ import annotations

@@ -136,9 +136,9 @@ def test_model_reads_the_bot_line_as_context(dm) -> None:
 
 
 def test_shipped_eval_covers_both_tasks() -> None:
-    from engines.decision.model import DEFAULT_FOLDER
+    from engines.decision.model import SHOP_FOLDER
 
-    ev = json.loads((DEFAULT_FOLDER / "eval.json").read_text())
+    ev = json.loads((SHOP_FOLDER / "eval.json").read_text())
     assert set(ev["tasks"]) == set(dc.TASKS)
     assert all(f["p_yes"] >= 0.5 if f["expected"] else f["p_yes"] < 0.5 for f in ev["fixed"])
     assert ev["latency_ms"]["n"] > 0
@@ -150,10 +150,10 @@ def test_unknown_task_is_refused(dm) -> None:
 
 
 def test_a_folder_that_is_not_a_decision_model_is_refused(tmp_path: Path) -> None:
-    from engines.decision.model import DEFAULT_FOLDER, load_decision_model
+    from engines.decision.model import SHOP_FOLDER, load_decision_model
 
     folder = tmp_path / "d"
-    shutil.copytree(DEFAULT_FOLDER, folder)
+    shutil.copytree(SHOP_FOLDER, folder)
     cfg = json.loads((folder / "config.json").read_text())
     del cfg["voicelab"]
     (folder / "config.json").write_text(json.dumps(cfg))
@@ -321,3 +321,39 @@ def test_probe_cli_refuses_a_folder_that_is_not_a_model(tmp_path: Path, capsys) 
     with pytest.raises(SystemExit) as e:
         decision_probe.main([str(tmp_path / "missing")])
     assert "missing: not a decision model" in str(e.value)
+
+
+def test_the_shipped_ensemble_averages_its_members_logits_per_task() -> None:
+    """The turn end asks both trainings (mean logit); the barge-in's interruption asks the shop's alone."""
+    import math
+
+    from engines.decision.model import DEFAULT_FOLDER, SHOP_FOLDER, EnsembleDecisionModel, load_decision_model
+
+    ens = load_decision_model()
+    assert isinstance(ens, EnsembleDecisionModel)
+    shop, calls = load_decision_model(SHOP_FOLDER), load_decision_model(DEFAULT_FOLDER.parent / "decision_calls")
+
+    def logit(p: float) -> float:
+        return math.log(p / (1 - p))
+
+    text = "i would like to book a break"  # a misread ending: the shop's doubt must outweigh the calls' belief
+    a, b = shop.p_yes_batch([("turn_complete", text, None)])[0], calls.p_yes_batch([("turn_complete", text, None)])[0]
+    both = ens.p_yes_batch([("turn_complete", text, None), ("interruption", "stop please", None)])
+    assert logit(both[0]) == pytest.approx((logit(a) + logit(b)) / 2, abs=1e-4) and both[0] < 0.5
+    assert both[1] == pytest.approx(shop.p_yes_batch([("interruption", "stop please", None)])[0], abs=1e-6)
+    d = ens.ask("turn_complete", text)
+    assert d.answer is False and d.confidence == pytest.approx(1 - both[0], abs=1e-4)
+
+
+def test_a_bad_ensemble_file_is_refused(tmp_path: Path) -> None:
+    from engines.decision.model import load_decision_model
+
+    (tmp_path / "ensemble.json").write_text('{"members": {"turn_complete": []}}')
+    with pytest.raises(CheckpointError, match="ensemble.json: every task needs at least one member"):
+        load_decision_model(tmp_path)
+    (tmp_path / "ensemble.json").write_text('{"models": []}')
+    with pytest.raises(CheckpointError, match="ensemble.json: expected"):
+        load_decision_model(tmp_path)
+    (tmp_path / "ensemble.json").write_text('{"members": {"turn_complete": ["missing"]}}')
+    with pytest.raises(CheckpointError, match="not found"):
+        load_decision_model(tmp_path)

@@ -54,7 +54,7 @@ from pipecat.frames.frames import (
 from pipecat.turns.types import ProcessFrameResult
 from pipecat.turns.user_start.base_user_turn_start_strategy import BaseUserTurnStartStrategy
 
-from engines.decision.model import DEFAULT_FOLDER, load_decision_model
+from engines.decision.model import DEFAULT_FOLDER, installed, load_decision_model
 from engines.errors import CheckpointError
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind
@@ -79,7 +79,7 @@ def model_judges(dm: Any) -> tuple[Judge, Judge]:
 def default_judge() -> tuple[str, Judge, Judge | None]:
     """(name, P(interruption), P(complete) or None): the decision model's when its weights are installed, else
     the word rule (which judges no completeness)."""
-    if not (DEFAULT_FOLDER / "config.json").exists():
+    if not installed(DEFAULT_FOLDER):
         return "word_count", word_count_p, None
     try:
         dm = load_decision_model()
