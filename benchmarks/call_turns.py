@@ -38,12 +38,12 @@ import voicelab.turnbench.curve as cv  # noqa: E402
 from engines.decision.model import load_decision_model  # noqa: E402
 from voicelab.measure.intervals import SEED  # noqa: E402
 from voicelab.rules.turn_end import TurnThresholds, required_silence_ms  # noqa: E402
+from voicelab.rules.turn_fusion import FusedWeighing  # noqa: E402
 from voicelab.turnbench.call_timing import (  # noqa: E402
     CALLS_DIR,
     MIN_PAUSE_MS,
     Judged,
     TimedPoint,
-    fused_wait_ms,
     geom,
     hazard_rows,
     judge,
@@ -92,19 +92,21 @@ def fitted_words(points: Sequence[TimedPoint], tp: Sequence[float], resumed: boo
     calls = sorted({p.call for p in points})
     tps = dict(zip(map(id, points), tp, strict=True))
     weights: list[list[float]] = []
-    by_fold: dict[int, np.ndarray] = {}
+    by_fold: dict[int, FusedWeighing] = {}
     for f in (0, 1):
         train = [p for p in points if _fold(p, calls) != f]
         x2, y = hazard_rows(train, [tps[id(p)] for p in train])
         z = np.zeros((x2.shape[0], 1))
         w = fit(Examples(np.hstack([z, x2[:, :1], z, x2[:, 1:]]), y, 0, 0))
-        by_fold[f] = np.array([w[0], w[2], w[4]])
+        # the fitted words + silence model as the lab's fused weighing, with no audio term and no cap but theta's
+        by_fold[f] = FusedWeighing(bias=float(w[0]), w_audio=0.0, w_text=float(w[2]), w_no_text=0.0,
+                                   w_silence=float(w[4]), cap_ms=FITTED_CAP_MS)
         weights.append([round(float(v), 4) for v in w[[0, 2, 4]]])
     cap = TurnThresholds().cap_ms
 
     def rule(theta: float, p: TimedPoint) -> float:
         # no cap on the fitted wait: theta alone sets how long it may grow, as the scale does for `decide`
-        need = fused_wait_ms(by_fold[_fold(p, calls)], theta, tps[id(p)], cap_ms=FITTED_CAP_MS)
+        need = by_fold[_fold(p, calls)].at(theta).evidence_silence_ms(None, tps[id(p)])[0]
         return max(need, min(cap, p.resumed_ms)) if resumed else need
 
     name = "fitted (words + silence)" + ("" if resumed else ", no resumed bound")

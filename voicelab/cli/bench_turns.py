@@ -71,7 +71,9 @@ def bench_turns(
             refs = bench.fixture_refs(fixtures, {}, "user")
         else:
             refs = bench.refs_for(group, limit)
-        if decision is not None and not any((decision / f).is_file() for f in ("config.json", "ensemble.json")):
+        from engines.decision.model import installed  # torch: imported when the command runs, not at start-up
+
+        if decision is not None and not installed(decision):
             fail(f"--decision {decision}: not a decision model folder (no config.json or ensemble.json)")
         docs = bench.load_scores(refs, cache or CACHE_ROOT, threads,
                                  progress=lambda s: console.print(f"[dim]{s}[/dim]"), decision=decision)

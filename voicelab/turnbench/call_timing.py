@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from voicelab.rules.turn_fusion import logit
 from voicelab.turnbench import curve as cv
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,19 +124,16 @@ def _timed_words(seg: CallSegment) -> list[tuple[float, float, str]]:
     return out
 
 
-def _segment_hand_ok(seg: CallSegment) -> bool:
-    return len(seg.text.split()) == len(seg.aligned.split())
-
-
 def points_of_call(call: str, segs: Sequence[CallSegment], min_pause_ms: float = MIN_PAUSE_MS) -> list[TimedPoint]:
     """The labelled points of one call (module doc)."""
     agents = sorted((s for s in segs if s.role == "agent" and _words(s.text)), key=lambda s: s.offset_ms)
     agent_starts = [s.offset_ms for s in agents]
-    callers = [s for s in segs if s.role == "caller" and _timed_words(s)]
+    timed = {id(s): _timed_words(s) for s in segs if s.role == "caller"}
+    callers = [s for s in segs if s.role == "caller" and timed[id(s)]]
     turns: list[list[CallSegment]] = []
     for s in callers:
         if turns:
-            last_end = max(e for _, e, _ in _timed_words(turns[-1][-1]))
+            last_end = timed[id(turns[-1][-1])][-1][1]
             if not any(last_end - END_TOLERANCE_MS <= a < s.offset_ms for a in agent_starts):
                 turns[-1].append(s)
                 continue
@@ -146,8 +144,8 @@ def points_of_call(call: str, segs: Sequence[CallSegment], min_pause_ms: float =
         ctx = " ".join(_words(before[-1].text)) if before else ""
         words: list[tuple[float, float, str, bool]] = []
         for s in turn:
-            ok = _segment_hand_ok(s)
-            words += [(a, b, w, ok) for a, b, w in _timed_words(s)]
+            ok = len(s.text.split()) == len(s.aligned.split())  # `_timed_words` took the hand transcript's words
+            words += [(a, b, w, ok) for a, b, w in timed[id(s)]]
         resumed = 0.0
         for i in range(len(words) - 1):
             gap = words[i + 1][0] - words[i][1]
@@ -212,7 +210,7 @@ def hazard_rows(points: Sequence[TimedPoint], text_p: Sequence[float], step_ms: 
     xs: list[tuple[float, float]] = []
     ys: list[int] = []
     for p, tp in zip(points, text_p, strict=True):
-        lt = _logit(tp)
+        lt = logit(tp)
         s = start_ms
         while s <= max_ms and (p.kind == "end" or s < p.silence_ms):
             xs.append((lt, math.log(s / 1000.0)))
@@ -221,17 +219,6 @@ def hazard_rows(points: Sequence[TimedPoint], text_p: Sequence[float], step_ms: 
     return np.asarray(xs, dtype=float).reshape(-1, 2), np.asarray(ys, dtype=float)
 
 
-def _logit(p: float, clip: float = 0.01) -> float:
-    q = min(1.0 - clip, max(clip, p))
-    return math.log(q / (1.0 - q))
-
-
-def fused_wait_ms(w: Sequence[float], theta: float, text_p: float, floor_ms: float = 200.0,
-                  cap_ms: float = 2500.0) -> float:
-    """The silence at which sigmoid(w0 + w1 * logit(text P) + w2 * ln s) reaches theta, clamped to [floor, cap]."""
-    target = math.log(theta / (1.0 - theta))
-    ln_s = (target - w[0] - w[1] * _logit(text_p)) / w[2]
-    return min(cap_ms, max(floor_ms, 1000.0 * math.exp(min(ln_s, 50.0))))
 
 
 def export_examples(points: Sequence[TimedPoint], path: Path) -> int:

@@ -91,14 +91,17 @@ def test_each_line_answers_the_reply_before_it_and_the_task_is_done() -> None:
     assert [turn for turn, _ in played] == list(range(6))
 
 
+# a booking agent whose read-back is two sentences ("A table for 4 ... 7 pm." then "Is that right?")
+SPLIT_CONFIRMATION = ["Hello, Harbour Kitchen. May I have your name, please?", "What day would you like to come?",
+                      "And what time?", "How many people will there be?", "A table for 4 on Friday at 7 pm.",
+                      "Is that right?", "Great, your table is booked.", "Goodbye!"]
+
+
 def test_a_reply_that_goes_on_after_the_caller_chose_is_heard_whole_before_the_caller_speaks() -> None:
     # the confirmation comes in two sentences 0.47 s apart: past the caller's patience (0.45 s, its quickest
     # line), so a line is chosen on the first sentence alone ("repair"), but the agent talks again before that
     # line's own delay (0.5 s) is up; the caller has not spoken, so it hears the question out and confirms
-    prompts = ["Hello, Harbour Kitchen. May I have your name, please?", "What day would you like to come?",
-               "And what time?", "How many people will there be?", "A table for 4 on Friday at 7 pm.",
-               "Is that right?", "Great, your table is booked.", "Goodbye!"]
-    caller, played = asyncio.run(_converse(prompts, pauses={3: 0.47}))
+    caller, played = asyncio.run(_converse(SPLIT_CONFIRMATION, pauses={3: 0.47}))
     assert [h["why"] for h in caller.heard] == ["fact:name", "fact:day", "fact:time", "fact:party", "confirm",
                                                 "closing"]
     assert caller.heard[4]["heard"] == "a table for 4 on friday at 7 pm is that right"
@@ -109,10 +112,7 @@ def test_a_reply_that_goes_on_after_the_caller_chose_is_heard_whole_before_the_c
 def test_a_reply_paused_longer_than_the_lines_delay_is_still_heard_out_before_a_repair() -> None:
     # the same two sentences 0.8 s apart: longer than any line's delay (0.5 s), shorter than the wait before a
     # repair (1 s); the first sentence asks for nothing, so the repair waits, the question comes, and it confirms
-    prompts = ["Hello, Harbour Kitchen. May I have your name, please?", "What day would you like to come?",
-               "And what time?", "How many people will there be?", "A table for 4 on Friday at 7 pm.",
-               "Is that right?", "Great, your table is booked.", "Goodbye!"]
-    caller, played = asyncio.run(_converse(prompts, pauses={3: 0.8}))
+    caller, played = asyncio.run(_converse(SPLIT_CONFIRMATION, pauses={3: 0.8}))
     assert [h["why"] for h in caller.heard] == ["fact:name", "fact:day", "fact:time", "fact:party", "confirm",
                                                 "closing"]
     assert caller.outcome == "done" and caller.report()["reconsidered"] == 1

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from voicelab.turnbench.call_timing import (
     CALLS_DIR,
     CallFileError,
-    fused_wait_ms,
     geom,
     hazard_rows,
     judge,
@@ -116,15 +115,6 @@ def test_silence_only_trades_cut_offs_for_dead_air(pauses: list[float], ends: li
     c = j.curve()
     assert np.all(np.diff(c.rate) <= 0) and np.all(np.diff(c.p50) >= 0)
     assert c.rate[-1] == pytest.approx(np.mean(np.asarray(pauses) > values[-1]))
-
-
-@settings(max_examples=50, deadline=None)
-@given(st.floats(0.02, 0.98), st.floats(0.02, 0.98), st.floats(0.0, 1.0))
-def test_the_fitted_wait_grows_with_theta_and_shrinks_with_a_sure_complete(t1: float, t2: float, tp: float) -> None:
-    w = (-1.0, 0.8, 1.5)  # bias, text weight (> 0: a complete verdict means an end), silence weight
-    lo, hi = sorted((t1, t2))
-    assert fused_wait_ms(w, lo, tp) <= fused_wait_ms(w, hi, tp)
-    assert fused_wait_ms(w, lo, min(1.0, tp + 0.1)) <= fused_wait_ms(w, lo, tp)
 
 
 def test_hazard_rows_stop_when_the_caller_goes_on() -> None:
