@@ -37,6 +37,7 @@ COMMAND = "python -m voicelab.analysis.calibration --write"
 SYNTHETIC_STT, HUMAN_STT = "synthetic", "human"
 SYNTHETIC_TURNS, HUMAN_TURNS = "generated", "human"
 HUMAN_READ_TURNS = "human-read"  # read speech: no hesitation to hear, shown beside conversation, not ranked
+HUMAN_CALL_TURNS = "human-calls"  # two-party phone calls, each party on its own channel
 RATE = "5%"  # the false cut-off rate the turn rankings are read at (eot-bench's operating point)
 RESAMPLES, SEED = 2000, 0  # the paired bootstrap of the recognisers' difference from the default
 
@@ -86,14 +87,18 @@ def stt_verdict(summary: Sequence[dict[str, Any]]) -> str | None:
 
 
 def turn_verdict(doc: dict[str, Any]) -> str | None:
-    """The same line for the turn bench, at RATE false cut-offs (None: one of the two groups is missing)."""
+    """The same line for the turn bench, at RATE false cut-offs, against each human conversation group present
+    (None: the generated group or both human ones are missing)."""
     syn = ranking({e["strategy"]: _turn_figure(e, SYNTHETIC_TURNS)[0] for e in doc.get("strategies", [])})
-    hum = ranking({e["strategy"]: _turn_figure(e, HUMAN_TURNS)[0] for e in doc.get("strategies", [])})
-    if not syn or not hum:
+    said = []
+    for group, label in ((HUMAN_TURNS, "meetings"), (HUMAN_CALL_TURNS, "phone calls")):
+        hum = ranking({e["strategy"]: _turn_figure(e, group)[0] for e in doc.get("strategies", [])})
+        if syn and hum:
+            tail = "" if syn[0] == hum[0] else " (the generated group's ranking is synthetic-only here)"
+            said.append(f"{label}: {agreement(syn, hum).replace('**', '')}{tail}")
+    if not said:
         return None
-    said = agreement(syn, hum).replace("**", "")
-    tail = "" if syn[0] == hum[0] else "; the generated group's ranking is synthetic-only"
-    return f"dead air at {RATE} false cut-offs, synthetic against human conversation: {said}{tail}"
+    return f"dead air at {RATE} false cut-offs, synthetic against human conversation: " + "; ".join(said)
 
 
 def stt_section(doc: dict[str, Any]) -> list[str]:
@@ -175,24 +180,36 @@ def turn_section(doc: dict[str, Any]) -> list[str]:
            "mid-turn pauses, with its 95 % bootstrap interval, and each strategy at its shipped setting. "
            + ", ".join(f"`{g}`: {v.get('pauses', 0)} pauses, {v.get('ends', 0)} ends" for g, v in groups.items())
            + ".", "",
-           f"| strategy | synthetic ({SYNTHETIC_TURNS}) at {RATE} | human conversation at {RATE} | human read at "
-           f"{RATE} | synthetic at its default: false cut-offs / dead air | human conversation at its default | "
-           "human read at its default |",
-           "|---|---|---|---|---|---|---|"]
+           f"| strategy | synthetic ({SYNTHETIC_TURNS}) at {RATE} | human meetings at {RATE} | human phone calls at "
+           f"{RATE} | human read at {RATE} | synthetic at its default: false cut-offs / dead air | meetings at its "
+           "default | phone calls at its default | read at its default |",
+           "|---|---|---|---|---|---|---|---|---|"]
     syn_scores: dict[str, float | None] = {}
     hum_scores: dict[str, float | None] = {}
+    call_scores: dict[str, float | None] = {}
     for e in doc.get("strategies", []):
         name = e["strategy"]
         s, s_ci, s_def = _turn_figure(e, SYNTHETIC_TURNS)
         h, h_ci, h_def = _turn_figure(e, HUMAN_TURNS)
+        c, c_ci, c_def = _turn_figure(e, HUMAN_CALL_TURNS)
         r, r_ci, r_def = _turn_figure(e, HUMAN_READ_TURNS)
-        syn_scores[name], hum_scores[name] = s, h
+        syn_scores[name], hum_scores[name], call_scores[name] = s, h, c
         out.append(f"| `{name}` ({e.get('knob')} {e.get('default')}) | {_ms(s)}{_ci(s_ci)} | {_ms(h)}{_ci(h_ci)} | "
-                   f"{_ms(r)}{_ci(r_ci)} | {_at(s_def)} | {_at(h_def)} | {_at(r_def)} |")
-    syn, hum = ranking(syn_scores), ranking(hum_scores)
+                   f"{_ms(c)}{_ci(c_ci)} | {_ms(r)}{_ci(r_ci)} | {_at(s_def)} | {_at(h_def)} | {_at(c_def)} | "
+                   f"{_at(r_def)} |")
+    syn, hum, call = ranking(syn_scores), ranking(hum_scores), ranking(call_scores)
     out += ["", f"- synthetic callers rank: {' < '.join(f'`{s}`' for s in syn) or '-'}",
-            f"- human conversation ranks: {' < '.join(f'`{s}`' for s in hum) or '-'} (the others never reach {RATE})",
-            f"- {agreement(syn, hum)}", ""]
+            f"- human meetings rank: {' < '.join(f'`{s}`' for s in hum) or '-'} (the others never reach {RATE})",
+            f"- human phone calls rank: {' < '.join(f'`{s}`' for s in call) or '-'}",
+            f"- synthetic against meetings: {agreement(syn, hum)}",
+            f"- synthetic against phone calls: {agreement(syn, call)}"]
+    for g, rows in doc.get("ratios", {}).items():
+        said = [f"over `{r['over']}` {r['ratio']}x" + (f" [{r['ci'][0]}–{r['ci'][1]}]" if r.get("ci") else "")
+                for r in rows if r.get("ratio") is not None]
+        of = rows[0]["of"] if rows else "?"
+        out.append(f"- `{g}`: the shipped `{of}`'s dead air at {RATE} over each baseline's, paired: "
+                   + ("; ".join(said) if said else "no ratio (a strategy never reaches it)"))
+    out.append("")
     return out
 
 

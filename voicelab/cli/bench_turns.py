@@ -29,7 +29,7 @@ def bench_turns(
         "--curve", help="a strategy to draw with --plot (repeat the option; default: every strategy benched)")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print one JSON object per strategy")] = False,
     group: Annotated[str | None, typer.Option(
-        "--group", help="bench one group only and print its rows: generated, human, human-read, bundled, real")] = None,
+        "--group", help="bench one group only and print its rows: generated, human, human-calls, human-read, bundled, real")] = None,
     limit: Annotated[int | None, typer.Option(help="only the first N generated cases (a quick look)")] = None,
     resamples: Annotated[int, typer.Option(help="bootstrap resamples for the intervals (0: none)")] = 1000,
     cache: Annotated[Path | None, typer.Option(help="score cache folder (default .cache/turnbench)")] = None,
@@ -106,6 +106,18 @@ def bench_turns(
     _print_tables(result)
 
 
+def cv_key(level: float) -> str:
+    return f"{round(level * 100)} %"
+
+
+def _ratio_cell(r: dict[str, Any] | None) -> str:
+    """`0.80x [0.55, 1.20]`, or `-` where either strategy never reaches the level."""
+    if r is None or r.get("ratio") is None:
+        return "-"
+    ci = r.get("ci")
+    return f"{r['ratio']:.2f}x" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
+
+
 def _print_tables(result: dict[str, Any]) -> None:
     """Each main group's figures (pass times removed, then added), the fixtures at the shipped settings, the
     barge-in cases."""
@@ -123,6 +135,17 @@ def _print_tables(result: dict[str, Any]) -> None:
     verdict = calibration.turn_verdict(result)
     if verdict:
         Console().print(verdict)
+    ratios = result.get("ratios", {})
+    if ratios:
+        rt = Table(title=f"the shipped rule ({bench.SHIPPED}) over each baseline, median dead air at "
+                         f"{cv_key(bench.RATIO_LEVEL)} false cut-offs, same points (paired bootstrap, pass times removed)")
+        rt.add_column("group")
+        for base in bench.BASELINES:
+            rt.add_column(f"over {base}", justify="right")
+        for g, rows in ratios.items():
+            by = {r["over"]: r for r in rows}
+            rt.add_row(g, *(_ratio_cell(by.get(base)) for base in bench.BASELINES))
+        Console().print(rt)
     other = Table(title="shipped settings on the fixtures (pass times removed): false cut-offs, dead air p50 / p95")
     other.add_column("strategy")
     groups = [g for g in result["groups"] if g not in bench.summary_groups(result)]

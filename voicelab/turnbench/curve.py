@@ -154,3 +154,36 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float] | None:
     mid = (p + z * z / (2 * n)) / den
     half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
     return max(0.0, float(mid - half)), min(1.0, float(mid + half))
+
+
+def paired_ratio(a: tuple[Sequence[float], np.ndarray, np.ndarray], b: tuple[Sequence[float], np.ndarray, np.ndarray],
+                 level: float, *, resamples: int = 1000, seed: int = SEED,
+                 confidence: float = CONFIDENCE) -> dict[str, Any]:
+    """Strategy a's median dead air at `level` false cut-offs over strategy b's, on the same points: each given as
+    (values, cut (K, P), dead (K, E)); the interval from resampling the points once for both (paired), the two
+    curves recomputed and read again. ratio / ci None where a figure is missing (in over half the resamples)."""
+    curves = []
+    for values, cut, dead in (a, b):
+        curves.append((list(values), np.asarray(cut, dtype=bool).reshape(len(values), -1),
+                       np.asarray(dead, dtype=float).reshape(len(values), -1)))
+    (va, ca, da), (vb, cb, db) = curves
+    if ca.shape[1] != cb.shape[1] or da.shape[1] != db.shape[1]:
+        raise ValueError("paired_ratio: the two strategies were not swept over the same points")
+
+    def ratio(ip: np.ndarray, ie: np.ndarray) -> float | None:
+        xa = at_cutoff(curve(va, ca[:, ip], da[:, ie]), level)[1]
+        xb = at_cutoff(curve(vb, cb[:, ip], db[:, ie]), level)[1]
+        return None if xa is None or xb is None or xb <= 0 else xa / xb
+
+    n_p, n_e = ca.shape[1], da.shape[1]
+    point = ratio(np.arange(n_p), np.arange(n_e))
+    out: dict[str, Any] = {"at": level_key(level), "ratio": None if point is None else round(point, 3), "ci": None}
+    if point is None or n_p < 2 or n_e < 2 or resamples <= 0:
+        return out
+    rng = np.random.default_rng(seed)
+    draws = [ratio(rng.integers(0, n_p, n_p), rng.integers(0, n_e, n_e)) for _ in range(resamples)]
+    ok = np.asarray([d for d in draws if d is not None])
+    if ok.size >= resamples / 2:
+        lo, hi = np.percentile(ok, [100 * (1 - confidence) / 2, 100 * (1 + confidence) / 2])
+        out["ci"] = [round(float(lo), 3), round(float(hi), 3)]
+    return out

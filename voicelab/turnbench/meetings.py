@@ -238,23 +238,25 @@ def write(src: Path, out: Path = MEETINGS_DIR) -> tuple[dict[str, int], list[Man
     return doc["counts"], rows
 
 
-def load_cases(root: Path = MEETINGS_DIR, group: str = "human") -> list[CaseAudio]:
-    """The group's turn cases as the bench plays them: `LEAD_S` of silence, the clip, `TAIL_S` of silence."""
+def load_cases(root: Path = MEETINGS_DIR, group: str = "human",
+               error: type[Exception] = MeetingsError) -> list[CaseAudio]:
+    """The group's turn cases as the bench plays them: `LEAD_S` of silence, the clip, `TAIL_S` of silence (any
+    folder of clips with a labels file in this format; `error` is raised, naming the file)."""
     path = root / LABELS_FILE
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
         entries = doc["cases"]
     except (OSError, ValueError, KeyError, TypeError) as e:
-        raise MeetingsError(f"{path}: unreadable labels ({e})") from None
+        raise error(f"{path}: unreadable labels ({e})") from None
     out = []
     for c in entries:
         try:
-            x = read_mono(root / c["audio"], MeetingsError)
+            x = read_mono(root / c["audio"], error)
             points = [Point(p["kind"], float(p["t_s"]) + LEAD_S,
                             None if p.get("resume_s") is None else float(p["resume_s"]) + LEAD_S)
                       for p in c["points"]]
         except (KeyError, TypeError, ValueError, RuntimeError) as e:
-            raise MeetingsError(f"{path}: case {c.get('id', '?')!r}: {e}") from None
+            raise error(f"{path}: case {c.get('id', '?')!r}: {e}") from None
         audio = np.concatenate([np.zeros(round(LEAD_S * SR), np.float32), x, np.zeros(round(TAIL_S * SR), np.float32)])
         digest = hashlib.sha1(audio.tobytes()).hexdigest()[:16]
         out.append(CaseAudio(c["id"], group, audio, points,

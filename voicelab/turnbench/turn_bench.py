@@ -37,9 +37,9 @@ from voicelab.turnbench.replay import (
     trace_of,
 )
 
-GROUPS = ("generated", "human", "human-read", "bundled", "real", "user")
+GROUPS = ("generated", "human", "human-calls", "human-read", "bundled", "real", "user")
 # the groups read as curves: bootstrap intervals, `--json` rows, a panel of the plot (the others: shipped settings)
-MAIN_GROUPS = ("generated", "user", "human", "human-read")
+MAIN_GROUPS = ("generated", "user", "human", "human-calls", "human-read")
 
 
 class TurnBenchError(Exception):
@@ -93,25 +93,29 @@ def bundled_refs() -> list[CaseRef]:
 
 def human_refs() -> list[CaseRef]:
     """The real human speech, where the human set holds it: meeting turns ("human", `voicelab.turnbench.meetings`),
-    read utterances ("human-read", `voicelab.turnbench.read_speech`) and real backchannels and interruptions
-    (barge-in cases of "human", `voicelab.turnbench.human_barge`)."""
-    from voicelab.turnbench import human_barge, meetings, read_speech
+    phone-call turns ("human-calls", `voicelab.turnbench.phone_calls`), read utterances ("human-read",
+    `voicelab.turnbench.read_speech`) and real backchannels and interruptions (barge-in cases of "human",
+    `voicelab.turnbench.human_barge`)."""
+    from voicelab.turnbench import human_barge, meetings, phone_calls, read_speech
 
     cases: list[CaseAudio] = []
     barge: list[CaseAudio] = []
     try:
         if (meetings.MEETINGS_DIR / meetings.LABELS_FILE).is_file():
             cases += meetings.load_cases()
+        if (phone_calls.CALLS_DIR / meetings.LABELS_FILE).is_file():
+            cases += phone_calls.load()
         cases += read_speech.load_cases()
         if (human_barge.BARGE_DIR / human_barge.LABELS_FILE).is_file():
             barge = human_barge.load_cases(human_barge.BARGE_DIR)
-    except (meetings.MeetingsError, read_speech.ReadSpeechError, human_barge.BargeSetError) as e:
+    except (meetings.MeetingsError, phone_calls.PhoneCallsError, read_speech.ReadSpeechError,
+            human_barge.BargeSetError) as e:
         raise TurnBenchError(str(e)) from None
     return [CaseRef(c.id, c.group, c.key, kind, (lambda c=c: c), list(c.points), dict(c.meta))
             for kind, group in (("turn", cases), ("barge", barge)) for c in group]
 
 
-BENCH_GROUPS = ("generated", "human", "human-read", "bundled", "real")  # what `--group NAME` may name
+BENCH_GROUPS = ("generated", "human", "human-calls", "human-read", "bundled", "real")  # what `--group NAME` may name
 
 
 def refs_for(group: str | None = None, limit: int | None = None) -> list[CaseRef]:
@@ -122,8 +126,8 @@ def refs_for(group: str | None = None, limit: int | None = None) -> list[CaseRef
         fx = [r for r in bundled_refs() if group is None or r.group == group]
     else:
         fx = []
-    human = [r for r in human_refs() if group is None or r.group == group] if group in (None, "human",
-                                                                                        "human-read") else []
+    human = ([r for r in human_refs() if group is None or r.group == group]
+             if group in (None, "human", "human-calls", "human-read") else [])
     gen = generated_refs(limit) if group is None else generated_refs(limit, barge=False) if group == "generated" else []
     if group is not None and not fx + human + gen:
         raise TurnBenchError(f"--group {group}: no cases here (its audio is not in audio_fixtures/)")
@@ -291,6 +295,7 @@ def run_bench(docs: Sequence[dict[str, Any]], strategies: Sequence[Strategy], *,
         result["strategies"].append(entry)
         if progress is not None:
             progress(f"{s.name}: swept {len(s.values)} settings in {time.monotonic() - t0:.1f} s")
+    result["ratios"] = shipped_ratios(matrices, [g for g in groups if g in MAIN_GROUPS], resamples)
     barge = [d for d in docs if d["kind"] == "barge"]
     outcomes = {passes: [replay_barge(d, passes=passes) for d in barge] for passes in (False, True)}
     for g in sorted({d["group"] for d in barge}):
@@ -302,6 +307,32 @@ def run_bench(docs: Sequence[dict[str, Any]], strategies: Sequence[Strategy], *,
     return result
 
 
+SHIPPED = "decide"  # the turn end `voicelab run` ships (voicelab/pipeline/config.py)
+BASELINES = ("timeout", "smart")  # silence only, and pipecat's default (smart-turn)
+RATIO_LEVEL = 0.05  # eot-bench's headline reading: dead air at 5 % false cut-offs
+
+
+def shipped_ratios(matrices: dict[tuple[str, str], Matrices], groups: Sequence[str],
+                   resamples: int) -> dict[str, list[dict[str, Any]]]:
+    """Per group: the shipped rule's median dead air at 5 % false cut-offs over each baseline's, on the same
+    points (pass times removed, as eot-bench reads its figures), with a paired bootstrap interval."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for g in groups:
+        if (SHIPPED, g) not in matrices:
+            continue
+        a = matrices[(SHIPPED, g)]
+        rows = []
+        for base in BASELINES:
+            if (base, g) not in matrices:
+                continue
+            b = matrices[(base, g)]
+            r = cv.paired_ratio((a.values, a.cut[False], a.dead[False]), (b.values, b.cut[False], b.dead[False]),
+                                RATIO_LEVEL, resamples=resamples)
+            rows.append({"of": SHIPPED, "over": base, **r})
+        out[g] = rows
+    return out
+
+
 def summary_groups(result: dict[str, Any]) -> list[str]:
     """The groups given as curves in this result: the main groups present (else the first group)."""
     gs = [g for g in MAIN_GROUPS if g in result["groups"]]
@@ -309,7 +340,7 @@ def summary_groups(result: dict[str, Any]) -> list[str]:
 
 
 def json_summary(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """The `--json` list: per main group present (generated, human, human-read; yours with `--fixtures`), one
+    """The `--json` list: per main group present (generated, human, human-calls, human-read; yours with `--fixtures`), one
     object per strategy with that group's figures, pass times removed."""
     out = []
     for g in summary_groups(result):
@@ -334,7 +365,7 @@ def json_summary(result: dict[str, Any]) -> list[dict[str, Any]]:
 
 def plot(result: dict[str, Any], path: Path) -> None:
     """The curves: dead air (median) against false cut-offs, one line per strategy, pass times removed (solid)
-    and added (dashed); one panel per main group present (generated, human, human-read), side by side; eot-bench's
+    and added (dashed); one panel per main group present (generated, human, human-calls, human-read), side by side; eot-bench's
     published 5 % points for reference."""
     groups = summary_groups(result)
     fig = Figure(figsize=(8 * max(1, len(groups)), 5.5))  # the object API: no pyplot state, no display backend

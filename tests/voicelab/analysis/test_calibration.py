@@ -51,6 +51,16 @@ def test_the_turn_section_reads_dead_air_at_five_percent_per_group() -> None:
     text = "\n".join(cal.turn_section(doc))
     assert "synthetic picks `timeout`, human speech picks `smart`" in text
     assert "1000 [999–1001]" in text
+    for e, call in zip(doc["strategies"], (1500, 2500), strict=True):  # type: ignore[call-overload]
+        e["groups"]["human-calls"] = report(call)
+    doc["ratios"] = {"human-calls": [{"of": "smart", "over": "timeout", "at": "5%", "ratio": 1.67, "ci": [1.1, 2.0]}]}
+    text = "\n".join(cal.turn_section(doc))
+    assert "- human phone calls rank: `timeout` < `smart`" in text
+    assert "synthetic against phone calls: agree, same order" in text
+    assert ("`human-calls`: the shipped `smart`'s dead air at 5% over each baseline's, paired: over `timeout` 1.67x "
+            "[1.1–2.0]") in text
+    line = cal.turn_verdict(doc)
+    assert line is not None and "meetings: disagree" in line and "phone calls: agree" in line
 
 
 def test_the_terminal_verdicts_say_synthetic_only_on_a_disagreement() -> None:

@@ -86,6 +86,35 @@ def test_bootstrap_brackets_the_point_figure() -> None:
     assert ci is not None and ci[0] <= point <= ci[1]
 
 
+def _sweep(rng: np.random.Generator, scale: float) -> tuple[list[float], np.ndarray, np.ndarray]:
+    values = [0.2, 0.5, 1.0]
+    cut = np.stack([rng.random(200) < p for p in (0.2, 0.06, 0.01)])
+    dead = np.stack([rng.normal(m, 50, 40) for m in (300, 600, 1200)])
+    return values, cut, dead * scale
+
+
+def test_a_strategy_over_itself_is_one_and_a_slower_copy_its_factor() -> None:
+    values, cut, dead = _sweep(np.random.default_rng(2), 1.0)
+    same = cv.paired_ratio((values, cut, dead), (values, cut, dead), 0.10, resamples=100)
+    assert same == {"at": "10%", "ratio": 1.0, "ci": [1.0, 1.0]}  # paired: every resample reads both alike
+    slower = cv.paired_ratio((values, cut, dead * 1.5), (values, cut, dead), 0.10, resamples=100)
+    assert slower["ratio"] == pytest.approx(1.5) and slower["ci"] == pytest.approx([1.5, 1.5])
+    never = cv.paired_ratio((values, np.ones_like(cut), dead), (values, cut, dead), 0.05, resamples=10)
+    assert never["ratio"] is None and never["ci"] is None
+    with pytest.raises(ValueError, match="same points"):
+        cv.paired_ratio((values, cut[:, :10], dead), (values, cut, dead), 0.05)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000), st.floats(0.5, 3.0))
+def test_the_paired_interval_brackets_the_ratio(seed: int, scale: float) -> None:
+    rng = np.random.default_rng(seed)
+    a, b = _sweep(rng, scale), _sweep(rng, 1.0)
+    r = cv.paired_ratio((a[0], b[1], a[2]), b, 0.10, resamples=60, seed=seed)
+    if r["ratio"] is not None and r["ci"] is not None:
+        assert r["ci"][0] <= r["ratio"] + 1e-9 and r["ratio"] <= r["ci"][1] + 1e-9
+
+
 def test_wilson() -> None:
     lo, hi = cv.wilson(20, 400)  # type: ignore[misc]
     assert lo == pytest.approx(0.0327, abs=1e-3) and hi == pytest.approx(0.0758, abs=1e-3)
