@@ -136,14 +136,22 @@ class DecisionModel:
         return out
 
 
-class EnsembleDecisionModel:
-    """Several trainings of the decision model asked together: per task, the mean of the members' logits of "yes"
-    (a folder with `ensemble.json`: {"members": {task: [member folder, ...]}}, paths relative to it). Trainings on
-    different sources err on different texts; averaging logits lets a confident doubt of one outweigh the other's
-    mild belief. A task may name one member only (the barge-in's `interruption` keeps the shop's training)."""
+POOLS = ("logit", "probability")
 
-    def __init__(self, members: dict[str, list[DecisionModel]]) -> None:
+
+class EnsembleDecisionModel:
+    """Several trainings of the decision model asked together: per task, the members' P("yes") pooled (a folder
+    with `ensemble.json`: {"members": {task: [member folder, ...]}, "pool": "probability" or "logit"}, paths
+    relative to it). Trainings on different sources err on different texts. `probability` (the linear pool, the
+    mean of the probabilities) keeps a member that is confidently wrong outside its own sources from deciding
+    alone; `logit` (the mean of the logits) lets a confident doubt of one outweigh the other's mild belief. A task
+    may name one member only (the barge-in's `interruption` keeps the shop's training)."""
+
+    def __init__(self, members: dict[str, list[DecisionModel]], pool: str = "logit") -> None:
+        if pool not in POOLS:
+            raise ValueError(f"pool {pool!r}: expected one of {', '.join(POOLS)}")
         self.members = members
+        self.pool = pool
 
     @staticmethod
     def _logit(p: float) -> float:
@@ -151,6 +159,8 @@ class EnsembleDecisionModel:
         return math.log(q / (1.0 - q))
 
     def _mean(self, ps: list[float]) -> float:
+        if self.pool == "probability":
+            return sum(ps) / len(ps)
         z = sum(self._logit(p) for p in ps) / len(ps)
         return 1.0 / (1.0 + math.exp(-z))
 
@@ -177,10 +187,13 @@ class EnsembleDecisionModel:
 def _load_ensemble(folder: Path, device: str) -> EnsembleDecisionModel:
     path = folder / "ensemble.json"
     try:
-        spec = json.loads(path.read_text())["members"]
+        doc = json.loads(path.read_text())
+        spec, pool = doc["members"], doc.get("pool", "logit")
         named = {task: [(folder / m).resolve() for m in ms] for task, ms in spec.items()}
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise CheckpointError(f"{path}: expected {{\"members\": {{task: [folder, ...]}}}}: {e}") from None
+    if pool not in POOLS:
+        raise CheckpointError(f"{path}: pool {pool!r}: expected one of {', '.join(POOLS)}")
     if not named or any(not ms for ms in named.values()):
         raise CheckpointError(f"{path}: every task needs at least one member folder")
     loaded: dict[Path, DecisionModel] = {}
@@ -188,7 +201,7 @@ def _load_ensemble(folder: Path, device: str) -> EnsembleDecisionModel:
         if (m / "ensemble.json").is_file():
             raise CheckpointError(f"{path}: member {m} is itself an ensemble")
         loaded[m] = load_decision_model(m, device)
-    return EnsembleDecisionModel({task: [loaded[m] for m in ms] for task, ms in named.items()})
+    return EnsembleDecisionModel({task: [loaded[m] for m in ms] for task, ms in named.items()}, pool)
 
 
 def load_decision_model(folder: str | Path | None = None, device: str = "cpu") -> DecisionModel:

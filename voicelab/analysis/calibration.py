@@ -209,6 +209,13 @@ def turn_section(doc: dict[str, Any]) -> list[str]:
         of = rows[0]["of"] if rows else "?"
         out.append(f"- `{g}`: the shipped `{of}`'s dead air at {RATE} over each baseline's, paired: "
                    + ("; ".join(said) if said else "no ratio (a strategy never reaches it)"))
+        matched = [(r["over"], r["at_shipped_setting"]) for r in rows if r.get("at_shipped_setting")]
+        if matched:
+            out.append(f"  - at its shipped setting ({_pct(matched[0][1]['rate'])} false cut-offs, "
+                       f"{_ms(matched[0][1]['dead_air_p50_ms'])} ms) over each baseline set to the same rate: "
+                       + "; ".join(f"`{b}` {_ms(m['baseline_dead_air_p50_ms'])} ms, {m['ratio']}x"
+                                   + (f" [{m['ci'][0]}–{m['ci'][1]}]" if m.get("ci") else "")
+                                   if m.get("ratio") is not None else f"`{b}` never gets there" for b, m in matched))
     out.append("")
     return out
 

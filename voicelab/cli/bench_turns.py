@@ -138,13 +138,18 @@ def _print_tables(result: dict[str, Any]) -> None:
     ratios = result.get("ratios", {})
     if ratios:
         rt = Table(title=f"the shipped rule ({bench.SHIPPED}) over each baseline, median dead air at "
-                         f"{cv_key(bench.RATIO_LEVEL)} false cut-offs, same points (paired bootstrap, pass times removed)")
+                         f"{cv_key(bench.RATIO_LEVEL)} false cut-offs, and at the shipped setting over the baseline at "
+                         "the same false cut-off rate; same points (paired bootstrap, pass times removed)")
         rt.add_column("group")
         for base in bench.BASELINES:
-            rt.add_column(f"over {base}", justify="right")
+            rt.add_column(f"over {base} at {cv_key(bench.RATIO_LEVEL)}", justify="right")
+            rt.add_column(f"over {base} at the shipped setting", justify="right")
         for g, rows in ratios.items():
             by = {r["over"]: r for r in rows}
-            rt.add_row(g, *(_ratio_cell(by.get(base)) for base in bench.BASELINES))
+            cells = []
+            for base in bench.BASELINES:
+                cells += [_ratio_cell(by.get(base)), _ratio_cell((by.get(base) or {}).get("at_shipped_setting"))]
+            rt.add_row(g, *cells)
         Console().print(rt)
     other = Table(title="shipped settings on the fixtures (pass times removed): false cut-offs, dead air p50 / p95")
     other.add_column("strategy")

@@ -187,3 +187,40 @@ def paired_ratio(a: tuple[Sequence[float], np.ndarray, np.ndarray], b: tuple[Seq
         lo, hi = np.percentile(ok, [100 * (1 - confidence) / 2, 100 * (1 + confidence) / 2])
         out["ci"] = [round(float(lo), 3), round(float(hi), 3)]
     return out
+
+
+def matched_ratio(a: tuple[Sequence[float], np.ndarray, np.ndarray], default: float,
+                  b: tuple[Sequence[float], np.ndarray, np.ndarray], *, resamples: int = 1000, seed: int = SEED,
+                  confidence: float = CONFIDENCE) -> dict[str, Any]:
+    """Strategy a at its `default` setting against strategy b at the same false cut-off rate: a's median dead air
+    there over b's least median dead air at a rate no higher than a's. Above 1, b reaches a's operating point
+    with less dead air. Same points for both; the interval from resampling them once for both (paired)."""
+    (va, ca, da), (vb, cb, db) = [(list(v), np.asarray(c, dtype=bool).reshape(len(v), -1),
+                                   np.asarray(d, dtype=float).reshape(len(v), -1)) for v, c, d in (a, b)]
+    if ca.shape[1] != cb.shape[1] or da.shape[1] != db.shape[1]:
+        raise ValueError("matched_ratio: the two strategies were not swept over the same points")
+    k = int(np.argmin([abs(v - default) for v in va]))
+
+    def figures_at(ip: np.ndarray, ie: np.ndarray) -> tuple[float, float, float | None]:
+        rate = float(ca[k, ip].mean())
+        mine = float(np.percentile(da[k, ie], 50))
+        theirs = at_cutoff(curve(vb, cb[:, ip], db[:, ie]), rate)[1]
+        return rate, mine, theirs
+
+    n_p, n_e = ca.shape[1], da.shape[1]
+    rate, mine, theirs = figures_at(np.arange(n_p), np.arange(n_e))
+    ratio = None if theirs is None or theirs <= 0 else mine / theirs
+    out: dict[str, Any] = {"rate": round(rate, 4), "dead_air_p50_ms": _r(mine), "baseline_dead_air_p50_ms": _r(theirs),
+                           "ratio": None if ratio is None else round(ratio, 3), "ci": None}
+    if ratio is None or n_p < 2 or n_e < 2 or resamples <= 0:
+        return out
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(resamples):
+        _, m, t = figures_at(rng.integers(0, n_p, n_p), rng.integers(0, n_e, n_e))
+        if t is not None and t > 0:
+            draws.append(m / t)
+    if len(draws) >= resamples / 2:
+        lo, hi = np.percentile(draws, [100 * (1 - confidence) / 2, 100 * (1 + confidence) / 2])
+        out["ci"] = [round(float(lo), 3), round(float(hi), 3)]
+    return out

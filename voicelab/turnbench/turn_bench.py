@@ -295,7 +295,8 @@ def run_bench(docs: Sequence[dict[str, Any]], strategies: Sequence[Strategy], *,
         result["strategies"].append(entry)
         if progress is not None:
             progress(f"{s.name}: swept {len(s.values)} settings in {time.monotonic() - t0:.1f} s")
-    result["ratios"] = shipped_ratios(matrices, [g for g in groups if g in MAIN_GROUPS], resamples)
+    result["ratios"] = shipped_ratios(matrices, [g for g in groups if g in MAIN_GROUPS], resamples,
+                                      {s.name: float(s.default) for s in strategies})
     barge = [d for d in docs if d["kind"] == "barge"]
     outcomes = {passes: [replay_barge(d, passes=passes) for d in barge] for passes in (False, True)}
     for g in sorted({d["group"] for d in barge}):
@@ -312,10 +313,12 @@ BASELINES = ("timeout", "smart")  # silence only, and pipecat's default (smart-t
 RATIO_LEVEL = 0.05  # eot-bench's headline reading: dead air at 5 % false cut-offs
 
 
-def shipped_ratios(matrices: dict[tuple[str, str], Matrices], groups: Sequence[str],
-                   resamples: int) -> dict[str, list[dict[str, Any]]]:
+def shipped_ratios(matrices: dict[tuple[str, str], Matrices], groups: Sequence[str], resamples: int,
+                   defaults: dict[str, float]) -> dict[str, list[dict[str, Any]]]:
     """Per group: the shipped rule's median dead air at 5 % false cut-offs over each baseline's, on the same
-    points (pass times removed, as eot-bench reads its figures), with a paired bootstrap interval."""
+    points (pass times removed, as eot-bench reads its figures), with a paired bootstrap interval; and
+    (`at_shipped_setting`) the shipped rule at its shipped setting over the baseline set to the same false
+    cut-off rate (`defaults`: each strategy's shipped knob value)."""
     out: dict[str, list[dict[str, Any]]] = {}
     for g in groups:
         if (SHIPPED, g) not in matrices:
@@ -326,9 +329,12 @@ def shipped_ratios(matrices: dict[tuple[str, str], Matrices], groups: Sequence[s
             if (base, g) not in matrices:
                 continue
             b = matrices[(base, g)]
-            r = cv.paired_ratio((a.values, a.cut[False], a.dead[False]), (b.values, b.cut[False], b.dead[False]),
-                                RATIO_LEVEL, resamples=resamples)
-            rows.append({"of": SHIPPED, "over": base, **r})
+            ma, mb = (a.values, a.cut[False], a.dead[False]), (b.values, b.cut[False], b.dead[False])
+            r = cv.paired_ratio(ma, mb, RATIO_LEVEL, resamples=resamples)
+            # and at the shipped rule's own operating point: the baseline set to the same false cut-off rate
+            shipped_default = defaults[SHIPPED]
+            rows.append({"of": SHIPPED, "over": base, **r,
+                         "at_shipped_setting": cv.matched_ratio(ma, shipped_default, mb, resamples=resamples)})
         out[g] = rows
     return out
 

@@ -323,26 +323,45 @@ def test_probe_cli_refuses_a_folder_that_is_not_a_model(tmp_path: Path, capsys) 
     assert "missing: not a decision model" in str(e.value)
 
 
-def test_the_shipped_ensemble_averages_its_members_logits_per_task() -> None:
-    """The turn end asks both trainings (mean logit); the barge-in's interruption asks the shop's alone."""
-    import math
-
+def test_the_shipped_ensemble_averages_its_members_probabilities_per_task() -> None:
+    """The turn end asks both trainings (the mean of their P(complete)); the barge-in's interruption asks the
+    shop's alone."""
     from engines.decision.model import DEFAULT_FOLDER, SHOP_FOLDER, EnsembleDecisionModel, load_decision_model
 
     ens = load_decision_model()
-    assert isinstance(ens, EnsembleDecisionModel)
+    assert isinstance(ens, EnsembleDecisionModel) and ens.pool == "probability"
     shop, calls = load_decision_model(SHOP_FOLDER), load_decision_model(DEFAULT_FOLDER.parent / "decision_calls")
+    text = "i would like to book a break"  # a misread ending: the shop's doubt keeps it under one half
+    a, b = shop.p_yes_batch([("turn_complete", text, None)])[0], calls.p_yes_batch([("turn_complete", text, None)])[0]
+    both = ens.p_yes_batch([("turn_complete", text, None), ("interruption", "stop please", None)])
+    assert both[0] == pytest.approx((a + b) / 2, abs=1e-6) and both[0] < 0.5
+    assert both[1] == pytest.approx(shop.p_yes_batch([("interruption", "stop please", None)])[0], abs=1e-6)
+    d = ens.ask("turn_complete", text)
+    assert d.answer is False and d.confidence == pytest.approx(1 - both[0], abs=1e-4)
+
+
+def test_the_logit_pool_lets_a_confident_member_decide(tmp_path: Path) -> None:
+    import json
+    import math
+
+    from engines.decision.model import DEFAULT_FOLDER, EnsembleDecisionModel, load_decision_model
+
+    members = {"turn_complete": [str(DEFAULT_FOLDER.parent / "decision"), str(DEFAULT_FOLDER.parent / "decision_calls")]}
+    (tmp_path / "ensemble.json").write_text(json.dumps({"members": members, "pool": "logit"}))
+    ens = load_decision_model(tmp_path)
+    assert isinstance(ens, EnsembleDecisionModel) and ens.pool == "logit"
 
     def logit(p: float) -> float:
         return math.log(p / (1 - p))
 
-    text = "i would like to book a break"  # a misread ending: the shop's doubt must outweigh the calls' belief
-    a, b = shop.p_yes_batch([("turn_complete", text, None)])[0], calls.p_yes_batch([("turn_complete", text, None)])[0]
-    both = ens.p_yes_batch([("turn_complete", text, None), ("interruption", "stop please", None)])
-    assert logit(both[0]) == pytest.approx((logit(a) + logit(b)) / 2, abs=1e-4) and both[0] < 0.5
-    assert both[1] == pytest.approx(shop.p_yes_batch([("interruption", "stop please", None)])[0], abs=1e-6)
-    d = ens.ask("turn_complete", text)
-    assert d.answer is False and d.confidence == pytest.approx(1 - both[0], abs=1e-4)
+    ps = [load_decision_model(m).p_yes_batch([("turn_complete", "is that what happened", None)])[0]
+          for m in members["turn_complete"]]
+    got = ens.p_yes_batch([("turn_complete", "is that what happened", None)])[0]
+    assert logit(got) == pytest.approx(sum(logit(p) for p in ps) / 2, abs=1e-3)
+    assert got < sum(ps) / 2  # the shop's near-certain doubt outweighs: the linear pool's reason to be
+    (tmp_path / "ensemble.json").write_text(json.dumps({"members": members, "pool": "median"}))
+    with pytest.raises(CheckpointError, match="pool 'median'"):
+        load_decision_model(tmp_path)
 
 
 def test_a_bad_ensemble_file_is_refused(tmp_path: Path) -> None:
