@@ -26,6 +26,7 @@ import itertools
 import json
 import sys
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -217,25 +218,34 @@ def counts(cases: list[dict[str, Any]]) -> dict[str, int]:
             "ends": sum(p["kind"] == "end" for p in pts), "speakers": len({c["speaker"] for c in cases})}
 
 
-def write(src: Path, out: Path = MEETINGS_DIR) -> tuple[dict[str, int], list[ManifestRow]]:
-    """Write every clip and `labels.json` under `out`; the manifest rows of the clips."""
-    cases = [c for rec in recordings(src) for c in label_recording(rec)]
+def write_labelled(out: Path, cases: list[dict[str, Any]], row: Callable[[dict[str, Any]], ManifestRow],
+                   about: str) -> tuple[dict[str, int], list[ManifestRow]]:
+    """Write each case's clip (`_clip`, taken out of the case) as FLAC and `labels.json` (`about` its note) under
+    `out`; the counts and each clip's manifest row (`row` of the case). Shared by the groups in this format."""
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     for c in cases:
         sf.write(str(out / c["audio"]), c.pop("_clip"), SR, subtype="PCM_16", format="FLAC")
+        rows.append(row(c))
+    doc = {"_about": about, "counts": counts(cases), "cases": cases}
+    (out / LABELS_FILE).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return doc["counts"], rows
+
+
+def write(src: Path, out: Path = MEETINGS_DIR) -> tuple[dict[str, int], list[ManifestRow]]:
+    """Write every clip and `labels.json` under `out`; the manifest rows of the clips."""
+    def row(c: dict[str, Any]) -> ManifestRow:
         sources = c["source_path"] + (f" {c['channel']}" if c["channel"] else "")
-        rows.append(ManifestRow(
+        return ManifestRow(
             f"{out.name}/{c['audio']}", out.name, f"ami:{c['speaker']}", REPO, sources, c["source_commit"], LICENCE,
             ATTRIBUTION.format(spk=c["speaker"]),
             f"one turn cut from {c['clip_start_s']:.2f} s of {c['source_path'].rsplit('/', 1)[-1]}, "
-            f"raised to a -3 dBFS peak, 10 ms fades; labels in {LABELS_FILE}; FLAC"))
-    doc = {"_about": "made by python -m voicelab.turnbench.meetings --write SRC_DIR; see docs/turn-bench.md. "
-                     "Times in seconds on each clip's clock (its first sample at 0), recording times as *_s of "
-                     "the source; AMI Meeting Corpus, CC BY 4.0 (" + LICENCES[LICENCE] + ")",
-           "counts": counts(cases), "cases": cases}
-    (out / LABELS_FILE).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    return doc["counts"], rows
+            f"raised to a -3 dBFS peak, 10 ms fades; labels in {LABELS_FILE}; FLAC")
+
+    about = ("made by python -m voicelab.turnbench.meetings --write SRC_DIR; see docs/turn-bench.md. Times in "
+             "seconds on each clip's clock (its first sample at 0), recording times as *_s of the source; AMI "
+             "Meeting Corpus, CC BY 4.0 (" + LICENCES[LICENCE] + ")")
+    return write_labelled(out, [c for rec in recordings(src) for c in label_recording(rec)], row, about)
 
 
 def load_cases(root: Path = MEETINGS_DIR, group: str = "human",

@@ -26,7 +26,6 @@ The audio is resampled from 8 to 16 kHz (soxr), raised to a -3 dBFS peak, 10 ms 
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -39,7 +38,7 @@ from voicelab.fixtures.human_set import HUMAN_ROOT, LICENCES, ManifestRow, write
 from voicelab.turnbench.audio import SR, CaseAudio
 from voicelab.turnbench.floor import Segment, turns
 from voicelab.turnbench.human_labels import label_turn, normalised, speech_spans
-from voicelab.turnbench.meetings import LABELS_FILE, clip_window, counts, faded, load_cases
+from voicelab.turnbench.meetings import LABELS_FILE, clip_window, faded, load_cases, write_labelled
 
 CALLS_DIR = HUMAN_ROOT / "phone_calls"
 GROUP = "human-calls"
@@ -111,23 +110,18 @@ def label_call(src: Path, call: str) -> list[dict[str, Any]]:
 
 def write(src: Path, out: Path = CALLS_DIR) -> tuple[dict[str, int], list[ManifestRow]]:
     """Write every clip and `labels.json` under `out`; the manifest rows of the clips."""
-    cases = [c for call in CALLS for c in label_call(src, call)]
-    out.mkdir(parents=True, exist_ok=True)
-    rows = []
-    for c in cases:
-        sf.write(str(out / c["audio"]), c.pop("_clip"), SR, subtype="PCM_16", format="FLAC")
+    def row(c: dict[str, Any]) -> ManifestRow:
         call, party = c["speaker"].split(":")
-        rows.append(ManifestRow(
+        return ManifestRow(
             f"{out.name}/{c['audio']}", out.name, f"lca:{c['speaker']}", REPO,
             f"{c['source_path']} {c['other_channel']}", COMMIT, LICENCE, ATTRIBUTION.format(call=call, party=party),
             f"one turn cut from {c['clip_start_s']:.2f} s of {c['source_path'].rsplit('/', 1)[-1]}, resampled "
-            f"8 -> 16 kHz, raised to a -3 dBFS peak, 10 ms fades; labels in {LABELS_FILE}; FLAC"))
-    doc = {"_about": "made by python -m voicelab.turnbench.phone_calls --write SRC_DIR; see docs/turn-bench.md. "
-                     "Times in seconds on each clip's clock (its first sample at 0), recording times as *_s of "
-                     "the source; amazon-transcribe-live-call-analytics, Apache-2.0 (" + LICENCES[LICENCE] + ")",
-           "counts": counts(cases), "cases": cases}
-    (out / LABELS_FILE).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    return doc["counts"], rows
+            f"8 -> 16 kHz, raised to a -3 dBFS peak, 10 ms fades; labels in {LABELS_FILE}; FLAC")
+
+    about = ("made by python -m voicelab.turnbench.phone_calls --write SRC_DIR; see docs/turn-bench.md. Times in "
+             "seconds on each clip's clock (its first sample at 0), recording times as *_s of the source; "
+             "amazon-transcribe-live-call-analytics, Apache-2.0 (" + LICENCES[LICENCE] + ")")
+    return write_labelled(out, [c for call in CALLS for c in label_call(src, call)], row, about)
 
 
 def load(root: Path = CALLS_DIR) -> list[CaseAudio]:
