@@ -27,8 +27,12 @@ def test_a_scenario_call_to_the_booking_agent_gets_the_table_booked(tmp_path: Pa
                     timeout_s=60.0) as (port, _):
         app = typer.Typer()
         app.command()(call)
+        # the agent's own recogniser, LLM round trip and synthesis share two cores with the rest of the suite:
+        # a reply can take longer than the caller's default 6 s of patience, after which the caller says its
+        # repair line and the unanswered turn has no reply to time or read back (the likely cause of the one
+        # full-suite failure seen: a turn without a FAR or a reading while every other check passed)
         res = CliRunner().invoke(app, [f"ws://127.0.0.1:{port}/media-stream", "booking_table_scenario",
-                                       "--out", str(tmp_path)])
+                                       "--no-reply-timeout-ms", "20000", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     run = next(tmp_path.iterdir())
     assert is_finished(run)
@@ -45,6 +49,7 @@ def test_a_scenario_call_to_the_booking_agent_gets_the_table_booked(tmp_path: Pa
     with (run / "turns.csv").open(encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     assert [int(r["turn"]) for r in rows] == list(range(len(said)))
-    assert all(r["far_ms"] and float(r["far_ms"]) > 0 and r["readback_text"] for r in rows), rows
+    assert all(r["far_ms"] and float(r["far_ms"]) > 0 and r["readback_text"] for r in rows), [
+        {k: r[k] for k in ("turn", "far_ms", "readback_text")} for r in rows]
     assert summary["far_ms"]["n"] == len(said) and "tasks: 00-booking_table_scenario done" in res.output
     assert "your table is" in rows[-2]["readback_text"]  # "booked" itself is often read as "book"
