@@ -106,10 +106,6 @@ def bench_turns(
     _print_tables(result)
 
 
-def cv_key(level: float) -> str:
-    return f"{round(level * 100)} %"
-
-
 def _ratio_cell(r: dict[str, Any] | None) -> str:
     """`0.80x [0.55, 1.20]`, or `-` where either strategy never reaches the level."""
     if r is None or r.get("ratio") is None:
@@ -126,6 +122,7 @@ def _print_tables(result: dict[str, Any]) -> None:
 
     from voicelab.analysis import calibration
     from voicelab.turnbench import turn_bench as bench
+    from voicelab.turnbench.curve import level_key
 
     console = Console(stderr=True)
     f = bench.fmt_ms
@@ -138,11 +135,11 @@ def _print_tables(result: dict[str, Any]) -> None:
     ratios = result.get("ratios", {})
     if ratios:
         rt = Table(title=f"the shipped rule ({bench.SHIPPED}) over each baseline, median dead air at "
-                         f"{cv_key(bench.RATIO_LEVEL)} false cut-offs, and at the shipped setting over the baseline at "
+                         f"{level_key(bench.RATIO_LEVEL)} false cut-offs, and at the shipped setting over the baseline at "
                          "the same false cut-off rate; same points (paired bootstrap, pass times removed)")
         rt.add_column("group")
         for base in bench.BASELINES:
-            rt.add_column(f"over {base} at {cv_key(bench.RATIO_LEVEL)}", justify="right")
+            rt.add_column(f"over {base} at {level_key(bench.RATIO_LEVEL)}", justify="right")
             rt.add_column(f"over {base} at the shipped setting", justify="right")
         for g, rows in ratios.items():
             by = {r["over"]: r for r in rows}

@@ -156,19 +156,26 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float] | None:
     return max(0.0, float(mid - half)), min(1.0, float(mid + half))
 
 
+Sweep = tuple[list[float], np.ndarray, np.ndarray]
+
+
+def _paired(a: tuple[Sequence[float], np.ndarray, np.ndarray], b: tuple[Sequence[float], np.ndarray, np.ndarray],
+            who: str) -> tuple[Sweep, Sweep]:
+    """Two sweeps as (values, cut (K, P), dead (K, E)) arrays; a ValueError naming `who` unless their points match."""
+    (va, ca, da), (vb, cb, db) = [(list(v), np.asarray(c, dtype=bool).reshape(len(v), -1),
+                                   np.asarray(d, dtype=float).reshape(len(v), -1)) for v, c, d in (a, b)]
+    if ca.shape[1] != cb.shape[1] or da.shape[1] != db.shape[1]:
+        raise ValueError(f"{who}: the two strategies were not swept over the same points")
+    return (va, ca, da), (vb, cb, db)
+
+
 def paired_ratio(a: tuple[Sequence[float], np.ndarray, np.ndarray], b: tuple[Sequence[float], np.ndarray, np.ndarray],
                  level: float, *, resamples: int = 1000, seed: int = SEED,
                  confidence: float = CONFIDENCE) -> dict[str, Any]:
     """Strategy a's median dead air at `level` false cut-offs over strategy b's, on the same points: each given as
     (values, cut (K, P), dead (K, E)); the interval from resampling the points once for both (paired), the two
     curves recomputed and read again. ratio / ci None where a figure is missing (in over half the resamples)."""
-    curves = []
-    for values, cut, dead in (a, b):
-        curves.append((list(values), np.asarray(cut, dtype=bool).reshape(len(values), -1),
-                       np.asarray(dead, dtype=float).reshape(len(values), -1)))
-    (va, ca, da), (vb, cb, db) = curves
-    if ca.shape[1] != cb.shape[1] or da.shape[1] != db.shape[1]:
-        raise ValueError("paired_ratio: the two strategies were not swept over the same points")
+    (va, ca, da), (vb, cb, db) = _paired(a, b, "paired_ratio")
 
     def ratio(ip: np.ndarray, ie: np.ndarray) -> float | None:
         xa = at_cutoff(curve(va, ca[:, ip], da[:, ie]), level)[1]
@@ -195,10 +202,7 @@ def matched_ratio(a: tuple[Sequence[float], np.ndarray, np.ndarray], default: fl
     """Strategy a at its `default` setting against strategy b at the same false cut-off rate: a's median dead air
     there over b's least median dead air at a rate no higher than a's. Above 1, b reaches a's operating point
     with less dead air. Same points for both; the interval from resampling them once for both (paired)."""
-    (va, ca, da), (vb, cb, db) = [(list(v), np.asarray(c, dtype=bool).reshape(len(v), -1),
-                                   np.asarray(d, dtype=float).reshape(len(v), -1)) for v, c, d in (a, b)]
-    if ca.shape[1] != cb.shape[1] or da.shape[1] != db.shape[1]:
-        raise ValueError("matched_ratio: the two strategies were not swept over the same points")
+    (va, ca, da), (vb, cb, db) = _paired(a, b, "matched_ratio")
     k = int(np.argmin([abs(v - default) for v in va]))
 
     def figures_at(ip: np.ndarray, ie: np.ndarray) -> tuple[float, float, float | None]:

@@ -324,17 +324,17 @@ def shipped_ratios(matrices: dict[tuple[str, str], Matrices], groups: Sequence[s
         if (SHIPPED, g) not in matrices:
             continue
         a = matrices[(SHIPPED, g)]
+        ma = (a.values, a.cut[False], a.dead[False])
         rows = []
         for base in BASELINES:
             if (base, g) not in matrices:
                 continue
             b = matrices[(base, g)]
-            ma, mb = (a.values, a.cut[False], a.dead[False]), (b.values, b.cut[False], b.dead[False])
+            mb = (b.values, b.cut[False], b.dead[False])
             r = cv.paired_ratio(ma, mb, RATIO_LEVEL, resamples=resamples)
             # and at the shipped rule's own operating point: the baseline set to the same false cut-off rate
-            shipped_default = defaults[SHIPPED]
             rows.append({"of": SHIPPED, "over": base, **r,
-                         "at_shipped_setting": cv.matched_ratio(ma, shipped_default, mb, resamples=resamples)})
+                         "at_shipped_setting": cv.matched_ratio(ma, defaults[SHIPPED], mb, resamples=resamples)})
         out[g] = rows
     return out
 

@@ -105,6 +105,20 @@ def test_a_strategy_over_itself_is_one_and_a_slower_copy_its_factor() -> None:
         cv.paired_ratio((values, cut[:, :10], dead), (values, cut, dead), 0.05)
 
 
+def test_the_shipped_setting_against_a_baseline_at_the_same_rate() -> None:
+    values, cut, dead = _sweep(np.random.default_rng(3), 1.0)
+    same = cv.matched_ratio((values, cut, dead), 0.5, (values, cut, dead), resamples=50)
+    assert same["ratio"] == 1.0 and same["ci"] == [1.0, 1.0] and same["rate"] == pytest.approx(cut[1].mean())
+    # a baseline twice as quick at every setting: the shipped setting needs twice its dead air at that rate
+    quick = cv.matched_ratio((values, cut, dead), 0.5, (values, cut, dead / 2), resamples=50)
+    assert quick["ratio"] == pytest.approx(2.0) and quick["baseline_dead_air_p50_ms"] < quick["dead_air_p50_ms"]
+    # a baseline that never gets as few cut-offs gives no ratio
+    none = cv.matched_ratio((values, cut, dead), 1.0, (values, np.ones_like(cut), dead), resamples=10)
+    assert none["ratio"] is None and none["ci"] is None
+    with pytest.raises(ValueError, match="matched_ratio: .* same points"):
+        cv.matched_ratio((values, cut[:, :10], dead), 0.5, (values, cut, dead))
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 10_000), st.floats(0.5, 3.0))
 def test_the_paired_interval_brackets_the_ratio(seed: int, scale: float) -> None:
