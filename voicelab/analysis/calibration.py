@@ -173,6 +173,11 @@ def _turn_figure(entry: dict[str, Any], group: str) -> tuple[float | None, list[
             rep.get("at_default", {}))
 
 
+def _ratio(r: dict[str, Any]) -> str:
+    """`1.42x [0.667–3.225]`: a paired ratio with its interval, where there is one."""
+    return f"{r['ratio']}x" + (f" [{r['ci'][0]}–{r['ci'][1]}]" if r.get("ci") else "")
+
+
 def turn_section(doc: dict[str, Any]) -> list[str]:
     groups = doc.get("groups", {})
     out = ["## Turn-end strategy and setting", "",
@@ -204,18 +209,17 @@ def turn_section(doc: dict[str, Any]) -> list[str]:
             f"- synthetic against meetings: {agreement(syn, hum)}",
             f"- synthetic against phone calls: {agreement(syn, call)}"]
     for g, rows in doc.get("ratios", {}).items():
-        said = [f"over `{r['over']}` {r['ratio']}x" + (f" [{r['ci'][0]}–{r['ci'][1]}]" if r.get("ci") else "")
-                for r in rows if r.get("ratio") is not None]
+        said = [f"over `{r['over']}` {_ratio(r)}" for r in rows if r.get("ratio") is not None]
         of = rows[0]["of"] if rows else "?"
         out.append(f"- `{g}`: the shipped `{of}`'s dead air at {RATE} over each baseline's, paired: "
                    + ("; ".join(said) if said else "no ratio (a strategy never reaches it)"))
         matched = [(r["over"], r["at_shipped_setting"]) for r in rows if r.get("at_shipped_setting")]
         if matched:
-            out.append(f"  - at its shipped setting ({_pct(matched[0][1]['rate'])} false cut-offs, "
-                       f"{_ms(matched[0][1]['dead_air_p50_ms'])} ms) over each baseline set to the same rate: "
-                       + "; ".join(f"`{b}` {_ms(m['baseline_dead_air_p50_ms'])} ms, {m['ratio']}x"
-                                   + (f" [{m['ci'][0]}–{m['ci'][1]}]" if m.get("ci") else "")
-                                   if m.get("ratio") is not None else f"`{b}` never gets there" for b, m in matched))
+            here = matched[0][1]
+            each = [f"`{b}` {_ms(m['baseline_dead_air_p50_ms'])} ms, {_ratio(m)}" if m.get("ratio") is not None
+                    else f"`{b}` never gets there" for b, m in matched]
+            out.append(f"  - at its shipped setting ({_pct(here['rate'])} false cut-offs, "
+                       f"{_ms(here['dead_air_p50_ms'])} ms) over each baseline set to the same rate: " + "; ".join(each))
     out.append("")
     return out
 
