@@ -6,7 +6,7 @@ chance a random end scores above a random pause, ties half); and `decide` with o
 (every other wait at least that long): its median dead air at 5 % false cut-offs, pass times removed. Then the
 decision models' P(complete) on a few clean sentences, each training alone and pooled both ways.
 
-    python benchmarks/turn_evidence.py --group human-calls --group human --json benchmarks/results/turn_evidence.json
+    python benchmarks/turn_evidence.py --group human-calls --group human --group human-read --group generated --json benchmarks/results/turn_evidence.json
 
 Needs the bench's score cache (`voicelab bench turns` fills it).
 """

@@ -222,9 +222,14 @@ def test_turn_end_tiers() -> None:
     assert text_p_complete(False, 0.9) == pytest.approx(0.1)
 
 
-def test_a_cut_off_sentence_survives_a_one_second_pause_even_if_it_sounds_complete() -> None:
-    for silence in range(0, 1300, 100):
+def test_a_cut_off_sentence_that_sounds_complete_waits_as_long_as_any_disagreement() -> None:
+    # a one-second thinking pause survives; the firm "cut off" waits no longer than a disputed turn (on recognised
+    # human speech it is no surer: docs/decisions/turn-end-veto-wait.md)
+    th = TurnThresholds()
+    for silence in range(0, 1200, 100):
         assert decide_turn(silence, 0.95, text_p_complete(False, 0.97)).action is TurnAction.WAIT
+    assert decide_turn(th.disputed_ms, 0.95, text_p_complete(False, 0.97)).action is TurnAction.END
+    assert th.vetoed_ms == th.disputed_ms
 
 
 def test_bad_thresholds_and_scores_are_refused() -> None:

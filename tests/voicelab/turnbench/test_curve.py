@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from voicelab.rules.barge_in import PauseThresholds
+from voicelab.rules.turn_end import TurnThresholds
 from voicelab.turnbench import curve as cv
 from voicelab.turnbench.bargein import replay_barge, summarise
 from voicelab.turnbench.cases import (
@@ -197,7 +198,8 @@ def test_decide_replays_the_rule() -> None:
     assert o.cut == [True]
     vetoed = _trace(0.9, 0.05)
     ov = score_points(vetoed, s.declarations(vetoed, 1.0, False))
-    assert ov.cut == [False] and ov.dead_ms[0] > 2000.0
+    # vetoed: the words say cut off, the voice complete: `vetoed_ms` (+ start_secs) after the estimated speech end
+    assert ov.cut == [False] and ov.dead_ms[0] > TurnThresholds().vetoed_ms
     halved = score_points(vetoed, s.declarations(vetoed, 0.5, False))
     assert halved.dead_ms[0] < ov.dead_ms[0]
     # pass times only delay
