@@ -25,7 +25,6 @@ import platform
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -50,7 +49,7 @@ from voicelab.turnbench.call_timing import (  # noqa: E402
     load_points,
 )
 from voicelab.turnbench.fusion_fit import Examples, fit  # noqa: E402
-from voicelab.turnbench.replay import scaled  # noqa: E402
+from voicelab.turnbench.replay import bounded, scaled  # noqa: E402
 
 ANCHORS_5PCT_MS = {"LiveKit turn detector v1": 543, "smart-turn v3.2": 1051, "VAD only": 1600}  # eot-bench, English
 TIMEOUT_DEFAULT_MS = 200.0  # the pipeline's VAD stop (stop_secs 0.2), where `timeout` ends the turn
@@ -154,9 +153,7 @@ def cap_costs(points: Sequence[TimedPoint], tp: Sequence[float]) -> list[dict[st
     (a lower FAR p95) costs in real callers' pauses cut off."""
     out = []
     for cap in CAPS_MS:
-        th = TurnThresholds()
-        th = replace(th, medium_ms=min(th.medium_ms, cap), disputed_ms=min(th.disputed_ms, cap),
-                     vetoed_ms=min(th.vetoed_ms, cap), cap_ms=cap)
+        th = bounded(TurnThresholds(), high=cap)
         need = [required_silence_ms(None, t, th, p.resumed_ms)[0] for p, t in zip(points, tp, strict=True)]
         cut = [n < p.silence_ms for n, p in zip(need, points, strict=True) if p.kind == "pause"]
         dead = [n for n, p in zip(need, points, strict=True) if p.kind == "end"]

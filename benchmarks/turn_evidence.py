@@ -26,7 +26,7 @@ import voicelab.turnbench.curve as cv
 import voicelab.turnbench.turn_bench as tb
 from voicelab.rules.turn_end import TurnThresholds, Weighing
 from voicelab.turnbench.cases import CACHE_ROOT
-from voicelab.turnbench.replay import DecideTurnEndReplay, Trace, trace_of
+from voicelab.turnbench.replay import DecideTurnEndReplay, Trace, bounded, trace_of
 
 ROOT = Path(__file__).resolve().parents[1]
 TEXTS = ("is that what happened", "what's the make and model of the car", "yeah let's do it",
@@ -45,10 +45,7 @@ class FloorOnly(DecideTurnEndReplay):
     default: float = 200.0
 
     def weighing_at(self, value: float) -> Weighing:
-        t = self.thresholds
-        return dataclasses.replace(t, floor_ms=value, single_sure_ms=max(t.single_sure_ms, value),
-                                   medium_ms=max(t.medium_ms, value), disputed_ms=max(t.disputed_ms, value),
-                                   vetoed_ms=max(t.vetoed_ms, value), cap_ms=max(t.cap_ms, value))
+        return bounded(self.thresholds, low=value)
 
 
 def auc(pos: Sequence[float], neg: Sequence[float]) -> float | None:

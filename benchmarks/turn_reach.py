@@ -43,7 +43,14 @@ import voicelab.turnbench.turn_bench as tb
 from voicelab.rules.turn_end import TurnThresholds, Weighing
 from voicelab.rules.turn_fusion import logit
 from voicelab.turnbench.cases import CACHE_ROOT
-from voicelab.turnbench.replay import DecideTurnEndReplay, FusedReplay, TimeoutReplay, Trace, trace_of
+from voicelab.turnbench.replay import (
+    DecideTurnEndReplay,
+    FusedReplay,
+    TimeoutReplay,
+    Trace,
+    bounded,
+    trace_of,
+)
 
 GROUPS = ("human-calls", "human", "human-read", "generated", "bundled", "real")
 GRID = {"alpha": (0.0, 0.25, 0.5, 0.75, 1.0), "tau": (-2.0, -1.0, 0.0, 1.0, 2.0),
@@ -106,9 +113,7 @@ class Capped(DecideTurnEndReplay):
     default: float = 2500.0
 
     def weighing_at(self, value: float) -> Weighing:
-        t = self.thresholds
-        return dataclasses.replace(t, **{f: min(getattr(t, f), value) for f in (
-            "floor_ms", "single_sure_ms", "medium_ms", "disputed_ms", "vetoed_ms", "cap_ms")})
+        return bounded(self.thresholds, high=value)
 
 
 def at_5(strategy: object, traces: Sequence[Trace]) -> float | None:
@@ -150,15 +155,11 @@ def reach(traces: Sequence[Trace]) -> dict[str, object]:
     return out
 
 
-def _ms(x: float) -> float | None:
-    return None if x >= cv.NEVER_MS / 10 else float(round(float(x)))
-
-
 def at_setting(m: tb.Matrices, k: int) -> dict[str, object]:
     c = cv.curve(m.values, m.cut[False], m.dead[False])
     return {"false_cutoffs": int(m.cut[False][k].sum()), "pauses": c.n_pauses,
-            "false_cutoff_rate": round(float(c.rate[k]), 4), "dead_air_p50_ms": _ms(c.p50[k]),
-            "dead_air_p95_ms": _ms(c.p95[k])}
+            "false_cutoff_rate": round(float(c.rate[k]), 4), "dead_air_p50_ms": cv._r(c.p50[k]),
+            "dead_air_p95_ms": cv._r(c.p95[k])}
 
 
 def caps(traces: Sequence[Trace]) -> dict[str, dict[str, object]]:

@@ -227,11 +227,17 @@ class SmartReplay:
         return out
 
 
+WAITS = ("floor_ms", "single_sure_ms", "medium_ms", "disputed_ms", "vetoed_ms", "cap_ms")  # the table's waits
+
+
 def scaled(th: TurnThresholds, scale: float) -> TurnThresholds:
     """Every wait of the rule times `scale` (the probabilities unchanged)."""
-    return replace(th, floor_ms=th.floor_ms * scale, medium_ms=th.medium_ms * scale,
-                   single_sure_ms=th.single_sure_ms * scale, disputed_ms=th.disputed_ms * scale,
-                   vetoed_ms=th.vetoed_ms * scale, cap_ms=th.cap_ms * scale)
+    return replace(th, **{w: getattr(th, w) * scale for w in WAITS})
+
+
+def bounded(th: TurnThresholds, low: float = 0.0, high: float = math.inf) -> TurnThresholds:
+    """Every wait of the rule held within [low, high] (the probabilities unchanged): a floor or a cap on them all."""
+    return replace(th, **{w: min(high, max(low, getattr(th, w))) for w in WAITS})
 
 
 @dataclass

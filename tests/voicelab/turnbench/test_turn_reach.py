@@ -10,7 +10,7 @@ import pytest
 
 from tests.voicelab.turnbench.test_curve import _trace
 from voicelab.rules.turn_end import TurnThresholds
-from voicelab.turnbench.replay import DecideTurnEndReplay, score_points
+from voicelab.turnbench.replay import WAITS, DecideTurnEndReplay, bounded, score_points
 
 BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
 
@@ -46,3 +46,11 @@ def test_capped_cuts_every_wait_and_keeps_the_shipped_table_at_its_cap(reach: Mo
     vetoed = _trace(0.9, 0.05, pause_s=1.0)  # the words say cut off, the voice done: the veto's 1.2 s waits it out
     assert score_points(vetoed, DecideTurnEndReplay().declarations(vetoed, 1.0, False)).cut == [False]
     assert score_points(vetoed, c.declarations(vetoed, 600.0, False)).cut == [True]
+
+
+def test_bounded_floors_or_caps_every_wait_of_the_table() -> None:
+    th = TurnThresholds()
+    floored, capped = bounded(th, low=1500.0), bounded(th, high=500.0)
+    assert [getattr(floored, w) for w in WAITS] == [max(1500.0, getattr(th, w)) for w in WAITS]
+    assert [getattr(capped, w) for w in WAITS] == [min(500.0, getattr(th, w)) for w in WAITS]
+    assert bounded(th) == th and (floored.sure, floored.veto) == (th.sure, th.veto)
