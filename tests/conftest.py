@@ -1,17 +1,10 @@
-"""Shared fixtures: tiny random checkpoints written in the real LLaDA folder layout; the number of workers."""
+"""Shared fixtures: tiny random checkpoints written in the real LLaDA folder layout."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-
-
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto` (pyproject's addopts): a worker per core and one more. Much of the suite is real-time audio,
-    during which a worker waits on the clock (docs/decisions/tests-on-every-core.md)."""
-    return (os.cpu_count() or 1) + 1
 
 
 def make_checkpoint(folder: Path, causal: bool = False, shift: bool = True, shards: int = 2, seed: int = 0,
