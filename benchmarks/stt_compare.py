@@ -4,7 +4,7 @@ Every caller turn of the bundled fixtures (audio_fixtures/*/fixture.json) and of
 (audio_fixtures/hr_*/fixture.json) is recognised whole, once per system, on the CPU; WER is against
 the fixture's `text` through voicelab.speech.wer (digits and spelled numbers compare equal).
 `bundled` is everything under audio_fixtures/, which also holds copies of the five real recordings (9 of its
-114 turns, counted in both suites); `voicelab bench stt` (voicelab/speech/recogniser_bench.py) splits the turns by voice instead.
+114 turns, counted in both suites); `voicelab bench stt` (voicelab/sttbench/recogniser_bench.py) splits the turns by voice instead.
 
 Systems:
 - `pocketsphinx`: the decoder voicelab/stt_pocketsphinx.py builds (`Decoder(samprate, loglevel="FATAL")`,
@@ -43,10 +43,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from voicelab.fixtures import discover, load_fixture  # noqa: E402
 from voicelab.pcm import SAMPLE_RATE  # noqa: E402
-from voicelab.speech.recogniser_bench import SttRow, TranscribedClip  # noqa: E402
 from voicelab.speech.text import recognizer_text  # noqa: E402
 from voicelab.speech.wer import word_errors  # noqa: E402
 from voicelab.speech.whisper import WhisperRecognizer  # noqa: E402
+from voicelab.sttbench.recogniser_bench import SttRow, TranscribedClip  # noqa: E402
 
 REAL_CALLS = sorted((ROOT / "audio_fixtures").glob("hr_*"))  # the real human recordings (REAL_CALLS.md)
 

@@ -5,7 +5,8 @@
   (the command line may also reach the engine tools it runs: evaluation, training, the mock server);
 - voicelab/pipeline/ imports nothing built on it; voicelab/analysis/ imports nothing of voicelab/runs/;
 - benchmarks/ import voicelab, engines and each other, and nothing imports them;
-- no import loop; few imports inside functions; no function body over 80 lines;
+- no import loop, counting every import (inside functions and for typing too); voicelab's layers (`LAYERS`):
+  no import from a lower layer to a higher one; few imports inside functions; no function body over 80 lines;
 - pipecat transports only in voicelab/pipeline/transport/; no class name defined in two modules;
 - the layout table names every subpackage and every module, and every path the page names exists;
 - every adapter of the step table loads pipecat, and the pure logic it wraps loads neither pipecat nor torch;
@@ -163,24 +164,132 @@ def test_no_turn_taking_rule_in_engines() -> None:
     assert not hits, hits
 
 
+# voicelab's layers, lowest first: a module imports only from its own package, or from a package of a lower layer
+# (never a higher one, never another package of its own layer), at module level, inside functions or for typing.
+# A module's layer is that of the longest name here it is or lies under ("voicelab" itself names only the package).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("voicelab", "voicelab.gate", "voicelab.pcm"),  # the gate and the sample rate
+    ("voicelab.speech",),  # recognisers without pipecat
+    ("voicelab.measure",),  # events, the call clock, the figures
+    ("voicelab.runs.folder",),  # the run folder's format: written by runs, web and call, read by fixtures import
+    ("voicelab.rules", "voicelab.fixtures"),  # pure rules; the fixture format and its tools
+    ("voicelab.pipeline",),
+    ("voicelab.analysis",),  # tables, report, compare: read run folders
+    ("voicelab.runs",),  # voicelab run and sweeps: write them
+    ("voicelab.turnbench", "voicelab.sttbench"),  # the benches
+    ("voicelab.call", "voicelab.web"),  # the lab as a phone carrier; the live demo
+    ("voicelab.cli",),
+)
+
+
+def _import_graph(sources: dict[str, ast.Module]) -> dict[str, set[str]]:
+    """Every first-party module each module imports, anywhere in it: at module level, inside functions, under
+    `if TYPE_CHECKING` (`from pkg import name` counts as importing pkg)."""
+    names = set(sources)
+    return {m: {i for node, _ in _import_nodes(t) for i in _imported(node, m, names) if i in names and i != m}
+            for m, t in sources.items()}
+
+
+def _loops(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One loop through each strongly connected set of modules (Tarjan), as the modules in import order."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = stack[stack.index(v):]
+            del stack[stack.index(v):]
+            if len(comp) > 1:
+                found.append(_loop_through(graph, set(comp), min(comp)))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _loop_through(graph: dict[str, set[str]], comp: set[str], start: str) -> list[str]:
+    """A path from `start` back to itself inside `comp` (breadth first: a shortest one)."""
+    paths = {start: [start]}
+    todo = [start]
+    while todo:
+        m = todo.pop(0)
+        for n in sorted(graph[m] & comp):
+            if n == start:
+                return [*paths[m], start]
+            if n not in paths:
+                paths[n] = [*paths[m], n]
+                todo.append(n)
+    raise AssertionError(f"no loop through {start}")  # a strongly connected set always has one
+
+
+def _layer(mod: str) -> int | None:
+    """The index in LAYERS of the longest name `mod` is or lies under; None when none is named."""
+    best: tuple[int, int] | None = None
+    for i, layer in enumerate(LAYERS):
+        for name in layer:
+            if mod == name or (name != "voicelab" and mod.startswith(name + ".")):
+                if best is None or len(name) > best[0]:
+                    best = (len(name), i)
+    return None if best is None else best[1]
+
+
+def _package(mod: str) -> str:
+    """The LAYERS name a module lies under (the longest)."""
+    return max((n for layer in LAYERS for n in layer if mod == n or (n != "voicelab" and mod.startswith(n + "."))),
+               key=len)
+
+
+def _upward(graph: dict[str, set[str]]) -> list[str]:
+    """Imports of voicelab modules from a higher layer, or from another package of the same layer."""
+    bad = []
+    for m, targets in sorted(graph.items()):
+        here = _layer(m)
+        for t in sorted(targets):
+            there = _layer(t)
+            if here is None or there is None:
+                continue
+            if there > here or (there == here and _package(t) != _package(m)):
+                bad.append(f"{m} (layer {here}) -> {t} (layer {there})")
+    return bad
+
+
 def test_no_import_loops() -> None:
-    names = set(ALL)
-    graph = {m: {i for i in _imports(t, m, names, top_level_only=True) if i != m} for m, t in ALL.items()}
-    state: dict[str, int] = {}  # 1 = on the stack, 2 = done
+    """Over voicelab and engines, counting every import (inside functions and for typing too): none loops back."""
+    loops = _loops(_import_graph(ALL))
+    assert not loops, ["import loop: " + " -> ".join(loop) for loop in loops]
 
-    def visit(m: str, stack: list[str]) -> None:
-        state[m] = 1
-        for n in sorted(graph[m]):
-            if state.get(n) == 1:
-                loop = stack[stack.index(n):] + [n] if n in stack else [m, n]
-                raise AssertionError("import loop: " + " -> ".join(loop))
-            if n not in state:
-                visit(n, [*stack, n])
-        state[m] = 2
 
-    for m in sorted(graph):
-        if m not in state:
-            visit(m, [m])
+def test_every_voicelab_module_has_a_layer() -> None:
+    unplaced = sorted(m for m in VOICELAB if _layer(m) is None)
+    assert not unplaced, f"modules under no name of LAYERS: {unplaced}"
+
+
+def test_no_import_from_a_lower_layer_to_a_higher_one() -> None:
+    bad = _upward({m: ts for m, ts in _import_graph(ALL).items() if m in VOICELAB})
+    assert not bad, bad
+
+
+def test_the_graph_checks_find_a_loop_and_an_arrow_up() -> None:
+    """The checks on a made-up graph: a loop of three found whole, an import inside a function counted."""
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _loops(graph) == [["a", "b", "c", "a"]]
+    tree = ast.parse("def f():\n    from voicelab.cli import app\n")
+    up = _import_graph({"voicelab.speech.x": tree, "voicelab.cli": ast.parse("")})
+    assert up["voicelab.speech.x"] == {"voicelab.cli"}
+    assert _upward(up) == ["voicelab.speech.x (layer 1) -> voicelab.cli (layer 10)"]
+    assert _upward({"voicelab.turnbench.x": {"voicelab.sttbench"}}) == \
+        ["voicelab.turnbench.x (layer 8) -> voicelab.sttbench (layer 8)"]
 
 
 def test_few_imports_inside_functions() -> None:
@@ -241,7 +350,7 @@ def test_cli_copies_of_constants_match_their_homes() -> None:
     from voicelab.cli import compare, report, stt_bench
     from voicelab.measure.intervals import RESAMPLES
     from voicelab.runs.sweep import RUNNERS
-    from voicelab.speech.recogniser_bench import GROUPS, SYSTEMS
+    from voicelab.sttbench.recogniser_bench import GROUPS, SYSTEMS
 
     assert compare.RESAMPLES == RESAMPLES
     assert stt_bench.SYSTEMS == SYSTEMS and stt_bench.GROUPS == GROUPS

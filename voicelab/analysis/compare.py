@@ -39,7 +39,8 @@ from voicelab.analysis.agreement import Agreement, agreement, verdicts
 from voicelab.analysis.pairing import Key, turn_keys
 from voicelab.analysis.report import CSS, _img
 from voicelab.analysis.tables import RunData
-from voicelab.measure.figures import Live, Paired, views
+from voicelab.measure.figure_views import Paired
+from voicelab.measure.figures import Live, views
 from voicelab.measure.intervals import RESAMPLES, SEED, Difference, diff_interval, mean_stat, quantile_stat
 
 BETTER, WORSE, SAME, FEW = "better", "worse", "no detectable difference", "too few samples"

@@ -37,14 +37,8 @@ from matplotlib.ticker import MaxNLocator
 from voicelab.analysis import AnalysisError, RunData, client_server, find_runs, load_run
 from voicelab.analysis.tables import is_finished
 from voicelab.measure import onset
-from voicelab.measure.figures import (
-    ACCURACY_BAR,
-    ReportLineTurn,
-    ReportPart,
-    ReportSummary,
-    ReportTurn,
-    views,
-)
+from voicelab.measure.figure_views import ReportLineTurn, ReportPart, ReportSummary, ReportTurn
+from voicelab.measure.figures import ACCURACY_BAR, views
 from voicelab.measure.truth import TruthError, read_call_wav, summary_verdict
 
 CANVAS_STATES = ("masked", "tentative", "committed", "spoken")

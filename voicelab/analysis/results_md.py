@@ -31,7 +31,8 @@ from pathlib import Path
 from statistics import NormalDist
 from typing import Any
 
-from voicelab.measure.figures import Live, Result, views
+from voicelab.measure.figure_views import Result
+from voicelab.measure.figures import Live, views
 
 META = "meta.json"
 SUMMARY = "summary.json"

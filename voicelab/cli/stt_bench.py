@@ -1,4 +1,4 @@
-"""`voicelab bench stt`: the recognisers side by side on recorded speech (voicelab.speech.recogniser_bench)."""
+"""`voicelab bench stt`: the recognisers side by side on recorded speech (voicelab.sttbench.recogniser_bench)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import typer
 
 from voicelab.cli.common import fail
 
-# == voicelab.speech.recogniser_bench's SYSTEMS and GROUPS (a test checks): the CLI starts without the recognisers
+# == voicelab.sttbench.recogniser_bench's SYSTEMS and GROUPS (a test checks): the CLI starts without the recognisers
 SYSTEMS = ("whisper", "whisper+lm", "whisper-base", "whisper-base+lm", "moonshine", "pocketsphinx")
 GROUPS = ("synthetic", "real", "human", "human-digits")
 
@@ -43,8 +43,8 @@ def bench_stt(
     from voicelab.analysis import calibration
     from voicelab.fixtures.format import FixtureError
     from voicelab.runs.folder import versions, write_json
-    from voicelab.speech import recogniser_bench as bench
     from voicelab.speech.whisper import RecognizerError
+    from voicelab.sttbench import recogniser_bench as bench
 
     if threads < 1:
         fail("--threads must be at least 1")

@@ -20,346 +20,57 @@ turns.parquet) and/or a key of summary.json. Its entry says:
   (`ReportSummary`, `ReportTurn`, `ReportLineTurn`, `ReportPart`).
 
 The views and `summarize` read the catalogue when they run, so a figure added with `register` shows
-everywhere. docs/metrics.md's catalogue tables are generated from it (`python -m voicelab.measure.figures`).
+everywhere. docs/metrics.md's catalogue tables are generated from it (`python -m voicelab.measure.catalogue_doc`).
+
+The catalogue's parts, each in its own module: `voicelab.measure.figure` (the `Figure` entry and its check),
+`voicelab.measure.figure_views` (the views), `voicelab.measure.figure_summary` (`Summary`, `SummaryData` and the
+run-level computations), `voicelab.measure.turn_facts` (`TurnFacts`), `voicelab.measure.catalogue_doc` (the docs'
+tables). This module holds the entries and reads and extends them. It imports none of `voicelab.measure.metrics`,
+which imports it.
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
-from voicelab.measure.events import Event, EventKind
-from voicelab.measure.expectations import tally
-
-if TYPE_CHECKING:  # typing only: metrics imports this module
-    from voicelab.measure.metrics import TurnFacts
+from voicelab.measure.events import EventKind
+from voicelab.measure.figure import Figure, check
+from voicelab.measure.figure_summary import (
+    Summary,
+    SummaryData,
+    audible_per_100_words,
+    expectation_checks,
+    forwards_per_token,
+    mean_p95,
+    rounded,
+    slots_read_rows,
+    tokens_per_s,
+    tool_calls_by_outcome,
+    truth_p95,
+    unreliable_readings,
+)
+from voicelab.measure.figure_views import (
+    Flag,
+    Narrow,
+    Overall,
+    Paired,
+    Part,
+    ReportLineTurn,
+    ReportPart,
+    ReportSummary,
+    ReportTurn,
+    Result,
+    V,
+    Wide,
+)
+from voicelab.measure.turn_facts import TurnFacts
 
 K = EventKind
-LINE = ("events", "recording", "no")
-BETTER = ("lower", "higher", "nearer zero", "")
-DTYPES = ("float64", "int32", "int64", "string", "bool")
 ACCURACY_BAR = 0.95  # answers correct below this share are marked (the report; the sweep's Pareto plot)
-DOC = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
-BEGIN, END = "<!-- figures:begin -->", "<!-- figures:end -->"
 
 
-class CatalogueError(ValueError):
-    """A figure entry that cannot be registered (a name taken, an unknown unit word); one line."""
-
-
-# ---- views: how each one shows a figure; `at` orders the figures within that view ---------------------------
-
-@dataclass(frozen=True)
-class Narrow:
-    """A column of the console's narrow per-turn table. show: "num", "blank" (nothing for None), "ok_wrong",
-    "text" (folded words), "checks" (an `expectations` cell: passed/checked and the failed checks). `optional`:
-    the column is left out when no row has a value (the read-back words of a line run)."""
-
-    header: str
-    at: int
-    justify: str | None = None
-    overflow: str | None = None
-    show: str = "num"
-    optional: bool = False
-
-
-@dataclass(frozen=True)
-class Part:
-    """Its label in the console's breakdown cell (the parts of the figure it is `part_of`)."""
-
-    label: str
-    at: int
-
-
-@dataclass(frozen=True)
-class Flag:
-    """A defect named in the console's flags cell: when "true" (True), "false" (False) or "positive" (> 0)."""
-
-    label: str
-    at: int
-    when: str = "true"
-
-
-@dataclass(frozen=True)
-class Wide:
-    """A column of the console's `--wide` per-turn table."""
-
-    header: str
-    at: int
-    left: bool = False
-
-
-@dataclass(frozen=True)
-class Overall:
-    """A row of the console's overall table, read from summary.json at `key` (dotted). show: "num" (nd
-    decimals), "p50"/"p95" (with the interval), "share" (a percentage), "share_of" (with the count at `n`),
-    "count_of" (a count of the count at `n`), "parts" (the `parts` sub-keys joined by '/')."""
-
-    label: str
-    at: int
-    key: str
-    show: str = "num"
-    nd: int = 0
-    n: str | None = None
-    parts: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Paired:
-    """A row of `voicelab compare`: `stat` ("p50", "p95", "mean") of the per-turn column over each run, the
-    difference with its interval; `name` is the `--fail-on` key and `example` a threshold for it."""
-
-    name: str
-    label: str
-    stat: str
-    unit: str
-    at: int
-    example: str
-    answered_only: bool = False  # FAR: backchannels get no reply
-
-
-@dataclass(frozen=True)
-class Result:
-    """A row of the results page (docs/results.md) and a name for the README's headline table; `read` says how
-    the value is taken from summary.json at `key`: "p50"/"p95" (latency with interval), "median", "ms",
-    "count", "share" (with its count at `n`), "mean_p95", "count_per_100_words"."""
-
-    name: str
-    title: str
-    column: str
-    at: int
-    key: str
-    read: str
-    n: str | None = None
-    headline: bool = False  # in the README's rows that name no figures
-
-
-@dataclass(frozen=True)
-class ReportSummary:
-    """A column of the HTML report's summary table, read from summary.json at `key` (dotted)."""
-
-    header: str
-    at: int
-    key: str
-
-
-@dataclass(frozen=True)
-class ReportTurn:
-    """A column of the HTML report's per-turn table."""
-
-    at: int
-
-
-@dataclass(frozen=True)
-class ReportLineTurn:
-    """A column of the HTML report's per-turn table of a line run."""
-
-    at: int
-
-
-@dataclass(frozen=True)
-class ReportPart:
-    """A bar of the HTML report's stacked FAR breakdown, in this colour, named `label` in its legend (empty: the
-    figure's name). A figure `part_of` another bar's figure splits that bar where the run's table has every such
-    part (run folders written before a split have only the whole bar); `at` orders it within that bar."""
-
-    colour: str
-    at: int
-    label: str = ""
-
-
-View = Narrow | Part | Flag | Wide | Overall | Paired | Result | ReportSummary | ReportTurn | ReportLineTurn | ReportPart
-V = TypeVar("V", Narrow, Part, Flag, Wide, Overall, Paired, Result, ReportSummary, ReportTurn, ReportLineTurn,
-            ReportPart)
-
-
-# ---- summary.json ------------------------------------------------------------------------------------------
-
-@dataclass
-class SummaryData:
-    """What a figure's summary is computed from: the run's per-turn rows, its event rows and the WAV analyser's
-    rows. The numeric rules come from `voicelab.measure.metrics` (linear percentiles, seeded intervals), so
-    this module needs no numpy."""
-
-    rows: list[dict[str, Any]]
-    events: list[Event]
-    truth: list[Mapping[str, Any]] | None
-    percentile: Callable[[Sequence[float], float], float | None]
-    latency_stats: Callable[[Sequence[float]], dict[str, Any]]
-
-    @property
-    def answered(self) -> list[dict[str, Any]]:
-        """Turns that get a reply (backchannels do not)."""
-        return [r for r in self.rows if r["expect"] != "no_interrupt"]
-
-    @property
-    def backchannels(self) -> list[dict[str, Any]]:
-        return [r for r in self.rows if r["expect"] == "no_interrupt"]
-
-    def known(self, col: str, rows: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
-        """Rows with a value in `col`."""
-        return [r for r in (self.rows if rows is None else rows) if r.get(col) is not None]
-
-    def values(self, col: str, rows: list[dict[str, Any]] | None = None) -> list[Any]:
-        return [r[col] for r in self.known(col, rows)]
-
-    def latency(self, col: str, rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-        """p50, p95, n and their bootstrap 95 % intervals."""
-        return self.latency_stats(self.values(col, rows))
-
-    def median(self, col: str, rows: list[dict[str, Any]] | None = None, nd: int = 1) -> float | None:
-        return _r(self.percentile(self.values(col, rows), 50), nd)
-
-    def total(self, col: str, rows: list[dict[str, Any]] | None = None) -> Any:
-        """The sum of the known values; None when there are none (no sample is not 0)."""
-        vals = self.values(col, rows)
-        return sum(vals) if vals else None
-
-    def count(self, col: str, rows: list[dict[str, Any]] | None = None, equal: Any = None) -> int:
-        """Rows whose `col` is true, or equals `equal` when that is given."""
-        rows = self.rows if rows is None else rows
-        if equal is None:
-            return sum(1 for r in rows if r.get(col))
-        return sum(1 for r in rows if r.get(col) == equal)
-
-    def share(self, col: str, rows: list[dict[str, Any]]) -> float | None:
-        """Share of `rows` whose `col` is true, 3 decimals; None without rows."""
-        return _r(sum(r[col] for r in rows) / len(rows), 3) if rows else None
-
-
-@dataclass(frozen=True)
-class Summary:
-    """One summary.json value of a figure: at the dotted `key`, `stat` in words (for the docs), computed by
-    `of` (None: written by the run itself, not by `summarize`); `at` orders summary.json."""
-
-    key: str
-    stat: str
-    of: Callable[[SummaryData], Any] | None
-    at: int
-
-
-def _r(x: float | None, nd: int = 1) -> float | None:
-    return None if x is None else round(x, nd)
-
-
-def _mean_p95(s: SummaryData, col: str) -> dict[str, Any]:
-    vals = s.values(col)
-    return {"mean": _r(sum(vals) / len(vals), 3) if vals else None, "p95": _r(s.percentile(vals, 95), 3),
-            "n": len(vals)}
-
-
-def _engine_totals(s: SummaryData) -> tuple[int, int, float]:
-    """(tokens, forwards, engine seconds) over the finished generations of turns with an engine time."""
-    by_turn = {(r["call_id"], r["turn"]): r for r in s.rows}
-    tokens = forwards = 0
-    seconds = 0.0
-    for e in s.events:
-        if e.kind != K.ENGINE_DONE or e.payload.get("cancelled"):
-            continue
-        r = by_turn.get((e.call_id, e.turn))
-        n = e.payload.get("tokens")
-        if r is None or r["engine_ms"] is None or not n:
-            continue
-        tokens += int(n)
-        seconds += r["engine_ms"] / 1000.0
-        forwards += int(e.payload.get("forwards") or 0)
-    return tokens, forwards, seconds
-
-
-def _tokens_per_s(s: SummaryData) -> float | None:
-    tokens, _, seconds = _engine_totals(s)
-    return _r(tokens / seconds, 2) if tokens and seconds > 0 else None
-
-
-def _forwards_per_token(s: SummaryData) -> float | None:
-    tokens, forwards, _ = _engine_totals(s)
-    return _r(forwards / tokens, 3) if tokens and forwards else None
-
-
-def _tool_calls(s: SummaryData) -> dict[str, int]:
-    """tool_call rows by outcome (voicelab.rules.tool_reason); a row without one (older runs) was executed."""
-    outcomes = [e.payload.get("outcome", "executed") for e in s.events if e.kind == K.TOOL_CALL]
-    return {"executed": outcomes.count("executed"), "confirmed": outcomes.count("confirmed"),
-            "refused": outcomes.count("refused")}
-
-
-def _unreliable_readings(s: SummaryData) -> dict[str, Any] | None:
-    """Turn ends decided on a reading the recogniser-reliability test rejects, by reason (None without
-    turn_decision rows: a turn rule other than `decide`)."""
-    decisions = [e for e in s.events if e.kind == K.TURN_DECISION]
-    if not decisions:
-        return None
-    reasons = [e.payload.get("unreliable_reason") or "avg_logprob" for e in decisions
-               if e.payload.get("words_reliable") is False]
-    return {"n": len(reasons), "of": len(decisions), "by_reason": {r: reasons.count(r) for r in sorted(set(reasons))}}
-
-
-def _truth_p95(s: SummaryData, key: str) -> float | None:
-    """p95 of |event figure - WAV figure| over the turns both measured."""
-    if s.truth is None:
-        return None
-    ours = {(r["call_id"], r["turn"]): r.get(key) for r in s.rows}
-    diffs = []
-    for t in s.truth:
-        mine = ours.get((t.get("call_id"), t.get("turn")))
-        if mine is not None and t.get(key) is not None:
-            diffs.append(abs(mine - float(t[key])))
-    return _r(s.percentile(diffs, 95))
-
-
-def _audible_per_100_words(s: SummaryData) -> float | None:
-    audible = s.total("audible", s.known("churn"))
-    spoken = sum(r["spoken_words"] for r in s.rows)
-    return _r(100.0 * audible / spoken, 3) if audible is not None and spoken > 0 else None
-
-
-def _expectations(s: SummaryData, passed: bool) -> int | None:
-    """Checks passed (or checked) over the turns' `expectations` cells; None when no turn had one."""
-    cells = s.values("expectations")
-    if not cells:
-        return None
-    return sum(tally(c)[0 if passed else 1] for c in cells)
-
-
-def _slots_read_rows(s: SummaryData) -> list[dict[str, Any]]:
-    return [r for r in s.known("answer_correct") if r.get("slots_read")]
-
-
-# ---- the figure --------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Figure:
-    """One figure (see the module docstring for each field)."""
-
-    name: str
-    unit: str
-    better: str
-    doc: str
-    turn: Callable[[TurnFacts], Any] | str | None = None
-    dtype: str | None = None
-    summary: tuple[Summary, ...] = ()
-    line: str = "no"
-    part_of: str | None = None
-    row_last: bool = False  # turn_table (turns.csv) puts it after the other columns, where it has always been
-    views: tuple[View, ...] = ()
-
-    @property
-    def computed(self) -> bool:
-        """turn_table computes it (else a writer sets the column, or it is a summary.json figure only)."""
-        return callable(self.turn)
-
-    @property
-    def per_turn(self) -> bool:
-        return self.turn is not None
-
-    @property
-    def summary_key(self) -> str:
-        """The top-level summary.json key its value sits under (its own name when it has none)."""
-        return self.summary[0].key.split(".")[0] if self.summary else self.name
-
+# ---- the entries ---------------------------------------------------------------------------------------------
 
 def _pauses(t: TurnFacts) -> int:
     return 0 if t.pauses is None else t.pauses.pauses
@@ -389,7 +100,7 @@ _CATALOGUE: list[Figure] = [
            views=(Narrow("expect", 1, overflow="fold", show="blank"), Wide("expect", 2, left=True), ReportTurn(2),
                   ReportLineTurn(2))),
     Figure("far_ms", "ms", "lower", "first audible response: bot acoustic onset minus caller speech end (events)",
-           lambda t: _r(t.far), "float64", line=_EVENTS,
+           lambda t: rounded(t.far), "float64", line=_EVENTS,
            summary=(Summary("far_ms", f"{_LATENCY}, answered turns", lambda s: s.latency("far_ms", s.answered), 20),),
            views=(Narrow("FAR\nms", 2, justify="right"), Wide("FAR ms", 3),
                   Overall("FAR p50 ms", 1, "far_ms", "p50"), Overall("FAR p95 ms", 2, "far_ms", "p95"),
@@ -433,8 +144,8 @@ _CATALOGUE: list[Figure] = [
                                        "null: the turn has none (docs/own-calls.md)",
            lambda t: t.answer["expectations"], "string", line="recording",
            summary=(Summary("answers.expectations_passed", "checks passed over every turn's expectations",
-                            lambda s: _expectations(s, True), 57),
-                    Summary("answers.expectations", "checks made", lambda s: _expectations(s, False), 58)),
+                            lambda s: expectation_checks(s, True), 57),
+                    Summary("answers.expectations", "checks made", lambda s: expectation_checks(s, False), 58)),
            views=(Narrow("checks", 5, overflow="fold", show="checks", optional=True),
                   Overall("expectations passed", 16, "answers.expectations_passed", "count_of",
                           n="answers.expectations"))),
@@ -450,22 +161,22 @@ _CATALOGUE: list[Figure] = [
            summary=(Summary("preemptive.hit", "count of turns", lambda s: s.count("preemptive", equal="hit"), 62),
                     Summary("preemptive.miss", "count of turns", lambda s: s.count("preemptive", equal="miss"), 63))),
     Figure("preempt_wasted_ms", "ms", "lower", "engine time of preemptive replies that were dropped",
-           lambda t: _r(t.preempt_wasted) if t.preemptive is not None else None, "float64",
+           lambda t: rounded(t.preempt_wasted) if t.preemptive is not None else None, "float64",
            summary=(Summary("preemptive.wasted_engine_ms", "sum",
-                            lambda s: _r(sum(r.get("preempt_wasted_ms") or 0.0 for r in s.rows)), 64),)),
+                            lambda s: rounded(sum(r.get("preempt_wasted_ms") or 0.0 for r in s.rows)), 64),)),
     Figure("stt_text", "text", "", "the recogniser's final words for the turn (null: no final transcript)",
            lambda t: t.stt["stt_text"], "string"),
     Figure("stt_wer", "ratio", "lower", "word error rate of stt_text against the fixture's text (project normaliser)",
            lambda t: t.stt["stt_wer"], "float64",
-           summary=(Summary("stt_wer", "mean, p95 and n over turns, 3 decimals", lambda s: _mean_p95(s, "stt_wer"), 48),),
+           summary=(Summary("stt_wer", "mean, p95 and n over turns, 3 decimals", lambda s: mean_p95(s, "stt_wer"), 48),),
            views=(Result("stt_wer", "stt_wer (mean)", "stt_wer", 18, "stt_wer", "mean_p95"),)),
     Figure("slots_read", "flag", "higher",
            "stt_text holds every slot word of the fixture's expect_reply (null: no slot word)",
            lambda t: t.slots_read, "bool",
            summary=(Summary("answers.correct_slots_read", "share correct of the scored turns whose slots were read",
-                            lambda s: s.share("answer_correct", _slots_read_rows(s)), 51),
+                            lambda s: s.share("answer_correct", slots_read_rows(s)), 51),
                     Summary("answers.n_slots_read", "scored turns whose slots were read",
-                            lambda s: len(_slots_read_rows(s)), 52)),
+                            lambda s: len(slots_read_rows(s)), 52)),
            views=(Overall("answers correct, slot words read", 14, "answers.correct_slots_read", "share_of",
                           n="answers.n_slots_read"),
                   Result("answers_correct_slots_read", "answers correct, slot words read", "correct, slots read", 20,
@@ -517,7 +228,7 @@ _CATALOGUE: list[Figure] = [
            views=(Part("play", 5), Wide("playout", 8), ReportTurn(9), ReportPart("#e78ac3", 5),
                   Result("playout", "FAR part: playout", "playout ms", 9, "far_breakdown_ms.playout", "median"))),
     Figure("stop_latency_ms", "ms", "lower", "barge-in: last audible bot sample minus interrupting speech onset",
-           lambda t: _r(t.stop_latency), "float64", line=_EVENTS,
+           lambda t: rounded(t.stop_latency), "float64", line=_EVENTS,
            summary=(Summary("stop_latency_ms", f"{_LATENCY}, interrupting turns",
                             lambda s: s.latency("stop_latency_ms"), 40),),
            views=(Narrow("stop\nms", 3, justify="right"), Wide("stop ms", 9),
@@ -529,7 +240,7 @@ _CATALOGUE: list[Figure] = [
                   Result("stop_p95", "stop latency p95", "stop p95 ms", 12, "stop_latency_ms", "p95"),
                   ReportSummary("stop p50", 4, "stop_latency_ms.p50"), ReportTurn(10), ReportLineTurn(5))),
     Figure("recovery_ms", "ms", "lower", "far_ms of an expect='interrupt' turn",
-           lambda t: _r(t.far) if t.said.expect == "interrupt" else None, "float64", line=_EVENTS,
+           lambda t: rounded(t.far) if t.said.expect == "interrupt" else None, "float64", line=_EVENTS,
            summary=(Summary("recovery_ms", _LATENCY, lambda s: s.latency("recovery_ms"), 41),),
            views=(Overall("recovery p50 ms", 5, "recovery_ms", "p50"),
                   Paired("recovery_p50", "recovery p50", "p50", "ms", 4, "+50ms"),
@@ -564,7 +275,7 @@ _CATALOGUE: list[Figure] = [
            views=(Flag("false pause", 2), Wide("false pause", 12), Overall("false pauses", 8, "false_pauses"),
                   Result("false_pauses", "false pauses", "false pauses", 15, "false_pauses", "count"))),
     Figure("resume_gap_ms", "ms", "lower", "longest paused silence before the bot resumed (null: no resume)",
-           lambda t: _r(max(t.pauses.resume_gaps_ms)) if t.pauses is not None and t.pauses.resume_gaps_ms else None,
+           lambda t: rounded(max(t.pauses.resume_gaps_ms)) if t.pauses is not None and t.pauses.resume_gaps_ms else None,
            "float64", row_last=True,
            summary=(Summary("resume_gap_ms", _LATENCY, lambda s: s.latency("resume_gap_ms"), 46),)),
     Figure("spoken_words", "words", "", "words of the reply that were played", lambda t: t.played_words, "int32",
@@ -590,7 +301,7 @@ _CATALOGUE: list[Figure] = [
            summary=(Summary("revisions.audible", "sum over replies with snapshots",
                             lambda s: s.total("audible", s.known("churn")), 72),
                     Summary("revisions.audible_per_100_words", "100 x audible / spoken words, 3 decimals",
-                            _audible_per_100_words, 74)),
+                            audible_per_100_words, 74)),
            views=(Flag("audible", 6, when="positive"), Wide("audible", 15),
                   Overall("audible revisions / 100 words", 10, "revisions.audible_per_100_words", nd=2),
                   Paired("audible", "audible revisions per turn", "mean", "/turn", 7, "+0"),
@@ -622,13 +333,13 @@ _CATALOGUE: list[Figure] = [
            views=(Overall("engine first commit p50 ms", 18, "engine_figures.first_commit_ms_p50"),)),
     Figure("engine_ms", "ms", "lower", "llm_request -> engine_done", lambda t: t.engine["engine_ms"], "float64",
            summary=(Summary("engine_figures.tokens_per_s", "tokens over engine seconds of the finished generations, "
-                                                           "2 decimals", _tokens_per_s, 81),),
+                                                           "2 decimals", tokens_per_s, 81),),
            views=(Overall("engine tokens/s", 19, "engine_figures.tokens_per_s"),)),
     Figure("tokens", "tokens", "", "tokens generated (engine_done)", lambda t: t.engine["tokens"], "int32"),
     Figure("steps", "count", "", "engine steps (engine_done)", lambda t: t.engine["steps"], "int32"),
     Figure("forwards", "count", "lower", "model forward passes (engine_done)", lambda t: t.engine["forwards"], "int32",
            summary=(Summary("engine_figures.forwards_per_token", "forwards over tokens of the finished generations, "
-                                                                 "3 decimals", _forwards_per_token, 82),)),
+                                                                 "3 decimals", forwards_per_token, 82),)),
     Figure("cancelled", "flag", "", "the generation was cancelled", lambda t: t.engine["cancelled"], "bool"),
     Figure("chunks", "count", "", "gate commits of the reply", lambda t: t.count(K.GATE_COMMIT), "int32"),
     Figure("errors", "count", "lower", "error events of the reply", lambda t: t.count(K.ERROR), "int32",
@@ -644,7 +355,7 @@ _CATALOGUE: list[Figure] = [
     Figure("tts_ms_saved", "ms", "higher", "speculative synthesis: synthesis ms already done when the hits' chunks were "
                                            "requested",
            lambda t: t.speculative["tts_ms_saved"], "float64",
-           summary=(Summary("speculative.tts_ms_saved", "sum", lambda s: _r(s.total("tts_ms_saved")), 67),)),
+           summary=(Summary("speculative.tts_ms_saved", "sum", lambda s: rounded(s.total("tts_ms_saved")), 67),)),
     Figure("truth_far_ms", "ms", "lower", "FAR re-derived from the recorded WAV (voicelab.measure.truth)",
            "the WAV analyser (voicelab.measure.truth)", "float64", line=_EVENTS,
            views=(ReportTurn(4), ReportLineTurn(4))),
@@ -654,7 +365,7 @@ _CATALOGUE: list[Figure] = [
     Figure("far_diff_ms", "ms", "nearer zero", "far_ms - truth_far_ms", "the table writer (voicelab.analysis.tables)",
            "float64", line=_EVENTS,
            summary=(Summary("truth.far_abs_diff_ms_p95", "p95 of |far_ms - WAV FAR| over matched turns",
-                            lambda s: _truth_p95(s, "far_ms"), 90),),
+                            lambda s: truth_p95(s, "far_ms"), 90),),
            views=(Overall("truth: FAR Δp95 ms (events vs WAV)", 20, "truth.far_abs_diff_ms_p95"),
                   Result("truth_far", "truth: FAR, events against the WAV (p95 of the difference)", "truth FAR Δ ms", 26,
                          "truth.far_abs_diff_ms_p95", "ms"),
@@ -662,7 +373,7 @@ _CATALOGUE: list[Figure] = [
     Figure("stop_diff_ms", "ms", "nearer zero", "stop_latency_ms - truth_stop_latency_ms",
            "the table writer (voicelab.analysis.tables)", "float64", line=_EVENTS,
            summary=(Summary("truth.stop_abs_diff_ms_p95", "p95 of |stop_latency_ms - WAV stop latency| over matched "
-                                                          "turns", lambda s: _truth_p95(s, "stop_latency_ms"), 91),),
+                                                          "turns", lambda s: truth_p95(s, "stop_latency_ms"), 91),),
            views=(Result("truth_stop", "truth: stop latency, events against the WAV (p95 of the difference)",
                          "truth stop Δ ms", 27, "truth.stop_abs_diff_ms_p95", "ms"),
                   ReportSummary("truth stop |diff| p95", 10, "truth.stop_abs_diff_ms_p95"))),
@@ -687,10 +398,10 @@ _CATALOGUE: list[Figure] = [
            views=(Overall("turns", 0, "turns"), ReportSummary("turns", 1, "turns"))),
     Figure("unreliable_readings", "count", "lower", "turn ends decided on a reading the recogniser-reliability test "
                                                     "rejects (null without turn_decision rows, as on a line run)",
-           summary=(Summary("unreliable_readings", "n, of (turn decisions) and by_reason", _unreliable_readings, 49),),
+           summary=(Summary("unreliable_readings", "n, of (turn decisions) and by_reason", unreliable_readings, 49),),
            line=_EVENTS),
     Figure("tool_calls", "count", "", "tool_call rows by outcome: executed, confirmed, refused",
-           summary=(Summary("tool_calls", "counts by outcome", _tool_calls, 60),),
+           summary=(Summary("tool_calls", "counts by outcome", tool_calls_by_outcome, 60),),
            views=(Overall("tool calls run/confirmed/refused", 17, "tool_calls", "parts",
                           parts=("executed", "confirmed", "refused")),)),
     Figure("price", "$", "lower", "tokens, cost per call and per 1,000 calls (voicelab.analysis.price)",
@@ -712,18 +423,9 @@ def figure(name: str) -> Figure:
     raise KeyError(name)
 
 
-def _check(f: Figure) -> None:
-    if any(g.name == f.name for g in _CATALOGUE):
-        raise CatalogueError(f"figure '{f.name}': the name is taken")
-    if f.better not in BETTER or f.line not in LINE or (f.dtype is not None and f.dtype not in DTYPES):
-        raise CatalogueError(f"figure '{f.name}': better one of {BETTER}, line one of {LINE}, dtype one of {DTYPES}")
-    if not f.unit:
-        raise CatalogueError(f"figure '{f.name}': no unit")
-
-
 def register(f: Figure) -> Figure:
     """Add a figure to the catalogue (after the others); every view shows it from then on."""
-    _check(f)
+    check(f, lambda name: any(g.name == name for g in _CATALOGUE))
     _CATALOGUE.append(f)
     return f
 
@@ -805,59 +507,3 @@ class Live(Mapping[str, T]):
         return len(self._build())
 
 
-# ---- docs/metrics.md -------------------------------------------------------------------------------------------
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def _turn_text(f: Figure) -> str:
-    if f.turn is None:
-        return "—"
-    return "`turn_table`" if f.computed else _cell(str(f.turn))
-
-
-def _summary_text(f: Figure) -> str:
-    return "; ".join(f"`{s.key}`: {_cell(s.stat)}" for s in f.summary) or "—"
-
-
-def catalogue_markdown() -> str:
-    """The generated block of docs/metrics.md: every figure (unit, direction, where its value comes from, its
-    summary, whether a line run measures it) and the `voicelab compare` figures with a `--fail-on` example."""
-    lines = [BEGIN, "<!-- generated from voicelab/measure/figures.py by `python -m voicelab.measure.figures`; "
-             "do not edit -->", "",
-             "| figure | unit | better | per turn | summary.json | line run | meaning |",
-             "|---|---|---|---|---|---|---|"]
-    line_text = {"events": "yes", "recording": "from the recording", "no": "no"}
-    for f in _CATALOGUE:
-        lines.append(f"| `{f.name}` | {_cell(f.unit)} | {f.better or '—'} | {_turn_text(f)} | {_summary_text(f)} "
-                     f"| {line_text[f.line]} | {_cell(f.doc)} |")
-    lines += ["", "`voicelab compare` figures (`--fail-on NAME:+THRESHOLD`; `ms` only for millisecond figures, `%` "
-              "divides by 100):", "", "| name | figure | per-turn column | statistic | example |", "|---|---|---|---|---|"]
-    lines += [f"| `{p.name}` | {p.label} | `{f.name}` | {p.stat} | `{p.name}:{p.example}` |" for f, p in views(Paired)]
-    return "\n".join([*lines, END])
-
-
-def replace_block(text: str, block: str) -> str | None:
-    """`text` with its BEGIN ... END block replaced; None when the markers are missing."""
-    start, end = text.find(BEGIN), text.find(END)
-    if start < 0 or end < start:
-        return None
-    return text[:start] + block + text[end + len(END):]
-
-
-def main(doc: Path = DOC) -> int:
-    """Rewrite docs/metrics.md's catalogue block from the catalogue."""
-    text = doc.read_text(encoding="utf-8")
-    new = replace_block(text, catalogue_markdown())
-    if new is None:
-        print(f"{doc}: no {BEGIN} ... {END} markers", file=sys.stderr)
-        return 2
-    if new != text:
-        doc.write_text(new, encoding="utf-8")
-    print(f"{doc}: {len(_CATALOGUE)} figures")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -54,7 +54,9 @@ from engines.snapshot import Snapshot
 from engines.tool_span import strip_spans
 from voicelab.measure import expectations, figures, intervals
 from voicelab.measure.events import Event, EventKind, revised_char_offsets
+from voicelab.measure.figure_summary import SummaryData
 from voicelab.measure.pauses import TurnPauses, pauses_by_turn
+from voicelab.measure.turn_facts import LoggedUtterance, RevisionCounts, TurnFacts
 from voicelab.speech.wer import comparable_words, word_error_rate
 
 K = EventKind
@@ -108,18 +110,6 @@ def word_edit_distance(ref: Sequence[str], hyp: Sequence[str]) -> int:
 
 
 # ---- revisions -----------------------------------------------------------------------------------------
-
-@dataclass(slots=True)
-class RevisionCounts:
-    churn: int = 0  # changed before the gate released it
-    post_synthesis: int = 0  # changed after release / TTS request, before it was played
-    audible: int = 0  # changed after it started playing
-
-    def add(self, other: RevisionCounts) -> None:
-        self.churn += other.churn
-        self.post_synthesis += other.post_synthesis
-        self.audible += other.audible
-
 
 class RevisionTracker:
     """Classifies each change of one reply's response text by how far that text had travelled.
@@ -251,18 +241,6 @@ def _revisions(reply: list[Event]) -> RevisionCounts | None:
 
 
 @dataclass(frozen=True, slots=True)
-class _LoggedUtterance:
-    """One caller utterance read back from its turn's caller_speech_start / _end rows (ns; None where a row is
-    missing): what those rows keep of a `voicelab.measure.calllog.PlayedUtterance`, less the clip bounds."""
-
-    start: int | None  # true speech onset, ns
-    end: int | None  # true speech end, ns
-    expect: Any = None  # "interrupt" | "no_interrupt" | None
-    text: Any = None  # what the caller said
-    expect_reply: Any = None  # the answer the fixture scores the reply against
-
-
-@dataclass(frozen=True, slots=True)
 class _Anchors:
     """Call-clock times (ns) of one reply's steps as logged, before the critical path orders them."""
 
@@ -276,16 +254,16 @@ class _Anchors:
     stt_final: int | None = None  # the recogniser's last final reading at or before turn_end
 
 
-def _utterance(evs: list[Event], turn: int) -> _LoggedUtterance:
+def _utterance(evs: list[Event], turn: int) -> LoggedUtterance:
     """The caller's utterance of `turn`: its first caller_speech_start (with expect, text, expect_reply) and
     its first caller_speech_end."""
     caller = [e for e in evs if e.turn == turn and e.kind in (K.CALLER_SPEECH_START, K.CALLER_SPEECH_END)]
     start_e = _first(caller, K.CALLER_SPEECH_START)
     end = _t(_first(caller, K.CALLER_SPEECH_END))
     if start_e is None:
-        return _LoggedUtterance(None, end)
+        return LoggedUtterance(None, end)
     p = start_e.payload
-    return _LoggedUtterance(start_e.t_ns, end, p.get("expect"), p.get("text"), p.get("expect_reply"))
+    return LoggedUtterance(start_e.t_ns, end, p.get("expect"), p.get("text"), p.get("expect_reply"))
 
 
 def _attributed_reply(evs: list[Event], turn: int) -> list[Event]:
@@ -329,7 +307,7 @@ def _drop_unheard_attempts(reply: list[Event], evs: list[Event]) -> list[Event]:
     return [e for e in reply if not (e.kind in _ATTEMPT_KINDS and any(lo <= e.t_ns < hi for lo, hi in unheard))]
 
 
-def _after_cut_in(reply: list[Event], said: _LoggedUtterance) -> list[Event]:
+def _after_cut_in(reply: list[Event], said: LoggedUtterance) -> list[Event]:
     """The reply heard after a false cut-in: the bot began an answer inside the caller's speech (a pause taken
     for the end), was heard there, the caller's words stopped it, and the answer came again after the caller
     finished. As the recording shows it (`voicelab.measure.truth`: the first sound that starts after the
@@ -436,13 +414,13 @@ def _critical_path(speech_end: int | None, at: _Anchors, onset: int | None) -> d
     }
 
 
-def _false_cut_in(said: _LoggedUtterance, onset: int | None) -> bool:
+def _false_cut_in(said: LoggedUtterance, onset: int | None) -> bool:
     """The bot's audio started inside the caller's speech of this turn: a reply to half a sentence."""
     return (onset is not None and said.start is not None and said.end is not None
             and said.start <= onset < said.end)
 
 
-def _stop_latency(evs: list[Event], turn: int, said: _LoggedUtterance, onset: int | None) -> float | None:
+def _stop_latency(evs: list[Event], turn: int, said: LoggedUtterance, onset: int | None) -> float | None:
     """Barge-in stop latency (ms) of an expect="interrupt" utterance, else None.
 
     The last bot_audible_end of an earlier turn's reply at or after the caller's speech onset (and no later
@@ -486,40 +464,6 @@ def _engine_figures(reply: list[Event], at: _Anchors) -> dict[str, Any]:
         "forwards": None if done_e is None else done_e.payload.get("forwards"),
         "cancelled": None if done_e is None else bool(done_e.payload.get("cancelled", False)),
     }
-
-
-@dataclass(frozen=True, slots=True)
-class TurnFacts:
-    """What one caller turn's figures are computed from: the utterance, the reply that answers it (after a false
-    cut-in, the later answer), the call's rows, and the steps below applied to them. Each figure's entry in
-    `voicelab.measure.figures` says which of these its value is."""
-
-    call_id: str
-    turn: int
-    said: _LoggedUtterance
-    reply: list[Event]
-    events: list[Event]  # the whole call's rows
-    far: float | None  # ms, unrounded
-    cut_in: bool
-    preemptive: str | None
-    preempt_wasted: float
-    heard_errors: int | None
-    played_words: int
-    cut: bool  # the reply was cut by a barge-in
-    revisions: RevisionCounts | None
-    answer: dict[str, Any]
-    stt: dict[str, Any]
-    slots_read: bool | None
-    path: dict[str, float | None]  # the critical path's parts
-    stop_latency: float | None
-    engine: dict[str, Any]
-    speculative: dict[str, Any]
-    barged: bool  # an interruption while the bot spoke was attributed to this turn (`_false_barge_ins`)
-    pauses: TurnPauses | None  # its playout pauses (`pauses_by_turn`)
-
-    def count(self, kind: str) -> int:
-        """Rows of this kind in the reply."""
-        return sum(1 for e in self.reply if e.kind == kind)
 
 
 def _turn_facts(call_id: str, turn: int, evs: list[Event], barged: set[int],
@@ -679,6 +623,6 @@ def summarize(events: Iterable[Event], config: Mapping[str, Any],
     turn, far_ms, stop_latency_ms); without it the truth figures are None.
     """
     evs = list(events)
-    data = figures.SummaryData(turn_table(evs), evs, None if truth is None else list(truth), percentile=percentile,
+    data = SummaryData(turn_table(evs), evs, None if truth is None else list(truth), percentile=percentile,
                                latency_stats=latency_stats)
     return {**{k: config.get(k) for k in ("run_id", "engine", "sampler", "policy")}, **figures.summary(data)}

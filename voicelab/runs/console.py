@@ -20,7 +20,9 @@ from rich.console import Console
 from rich.table import Table
 
 from voicelab.measure.expectations import cell_text
-from voicelab.measure.figures import Figure, Flag, Narrow, Overall, Part, Wide, parts_of, views
+from voicelab.measure.figure import Figure
+from voicelab.measure.figure_views import Flag, Narrow, Overall, Part, Wide
+from voicelab.measure.figures import parts_of, views
 
 
 def fmt(x: Any, nd: int = 0) -> str:

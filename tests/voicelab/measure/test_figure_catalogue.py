@@ -20,21 +20,15 @@ from voicelab.analysis.report import build_report
 from voicelab.analysis.results_md import find_entries, render_results
 from voicelab.analysis.tables import is_finished, parquet_tables
 from voicelab.cli.app import app
+from voicelab.measure import catalogue_doc
 from voicelab.measure import figures as catalogue
 from voicelab.measure.events import read_events
-from voicelab.measure.figures import (
-    Figure,
-    Narrow,
-    Overall,
-    Paired,
-    ReportSummary,
-    ReportTurn,
-    Result,
-    Summary,
-    Wide,
-    views,
-)
-from voicelab.measure.metrics import TurnFacts, turn_table
+from voicelab.measure.figure import CatalogueError, Figure
+from voicelab.measure.figure_summary import Summary
+from voicelab.measure.figure_views import Narrow, Overall, Paired, ReportSummary, ReportTurn, Result, Wide
+from voicelab.measure.figures import views
+from voicelab.measure.metrics import turn_table
+from voicelab.measure.turn_facts import TurnFacts
 from voicelab.runs.console import print_summary, print_turns
 from voicelab.runs.synthetic import barge_in_call, plain_call, write_run
 
@@ -124,7 +118,7 @@ class TestToyFigure:
         assert "<th>toy rows</th>" in html and f"<th>{TOY}</th>" in html
 
     def test_declared_once_and_gone_once_removed(self, toy: Figure) -> None:
-        with pytest.raises(catalogue.CatalogueError):
+        with pytest.raises(CatalogueError):
             catalogue.register(toy)  # a name is declared once
         catalogue.unregister(TOY)
         try:
@@ -138,7 +132,7 @@ class TestToyFigure:
 
 def _doc_rows() -> dict[str, list[str]]:
     text = DOC.read_text(encoding="utf-8")
-    block = text[text.index(catalogue.BEGIN):text.index(catalogue.END)]
+    block = text[text.index(catalogue_doc.BEGIN):text.index(catalogue_doc.END)]
     figure_table = block.split("`voicelab compare` figures", 1)[0]
     rows = {}
     for line in figure_table.splitlines():
@@ -150,9 +144,9 @@ def _doc_rows() -> dict[str, list[str]]:
 
 def test_docs_catalogue_block_is_generated() -> None:
     text = DOC.read_text(encoding="utf-8")
-    assert catalogue.replace_block(text, catalogue.catalogue_markdown()) == text, (
+    assert catalogue_doc.replace_block(text, catalogue_doc.catalogue_markdown()) == text, (
         "docs/metrics.md's figure catalogue differs from voicelab/measure/figures.py: run "
-        "`python -m voicelab.measure.figures`")
+        "`python -m voicelab.measure.catalogue_doc`")
 
 
 def test_every_figure_is_documented_with_its_unit_and_direction_and_nothing_else() -> None:

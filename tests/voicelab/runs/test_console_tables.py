@@ -10,7 +10,8 @@ import pytest
 from rich.console import Console
 
 from voicelab.measure.events import read_events
-from voicelab.measure.figures import Flag, Narrow, Part, Wide, views
+from voicelab.measure.figure_views import Flag, Narrow, Part, Wide
+from voicelab.measure.figures import views
 from voicelab.measure.metrics import turn_table
 from voicelab.runs.console import (
     breakdown_cell,

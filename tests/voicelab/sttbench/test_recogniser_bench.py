@@ -16,8 +16,9 @@ from typer.testing import CliRunner
 from voicelab.cli.app import app
 from voicelab.fixtures.format import FIXTURES_ROOT, load_fixture
 from voicelab.pipeline.config import PipelineConfig
-from voicelab.speech import recogniser_bench as bench
-from voicelab.speech.recogniser_bench import (
+from voicelab.speech.transcribed_folder import TranscribedFolderError, load_audio, pair_recordings
+from voicelab.sttbench import recogniser_bench as bench
+from voicelab.sttbench.recogniser_bench import (
     SttBenchError,
     SttRow,
     bench_utterances,
@@ -27,7 +28,6 @@ from voicelab.speech.recogniser_bench import (
     suite_utterances,
     summarise,
 )
-from voicelab.speech.transcribed_folder import TranscribedFolderError, load_audio, pair_recordings
 
 
 def _row(system: str, suite: str, errors: int, words: int, ms: float) -> SttRow:

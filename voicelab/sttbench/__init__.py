@@ -1,0 +1,1 @@
+"""`voicelab bench stt`: the recognisers side by side on recorded speech."""
