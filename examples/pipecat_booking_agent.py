@@ -72,6 +72,8 @@ QUESTIONS = {fact: question for fact, _, question in STEPS} | {"confirm": "Is th
 CONFIRM = "So that is a table for {{ party }} on {{ day }} at {{ time }}, under the name {{ name }}. Is that right?"
 BOOKED = "Great, your table is booked. Is there anything else I can help with?"
 AGAIN = "Sorry, I did not catch that. "
+# a caller asking to hear the last prompt again ("sorry, what was that?"), in any node
+REPEAT_ASKED = re.compile(r"\b(sorry|pardon|what was that|say (that|it) again|repeat|come again)\b")
 NUMBERS = {w: str(i) for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve".split())}
 DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "today", "tomorrow")
@@ -181,11 +183,19 @@ class FactReader(FrameProcessor):
     async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
         await super().process_frame(frame, direction)
         manager, node = self.flow(), self.node
-        if not isinstance(frame, LLMContextFrame) or node not in READERS:
+        if not isinstance(frame, LLMContextFrame):
             await self.push_frame(frame, direction)
             return
         users = [m for m in frame.context.get_messages() if m.get("role") == "user"]
         heard = str(users[-1].get("content", "")) if users else ""
+        if node == "booked" and REPEAT_ASKED.search(_words(heard)):
+            # asked to say it again once booked: the booking's own words, not the LLM's (a prompt the caller
+            # talked over, or one that came too late, is still the answer the caller is waiting for)
+            await self.push_frame(TTSSpeakFrame(BOOKED))
+            return
+        if node not in READERS:
+            await self.push_frame(frame, direction)
+            return
         value = READERS[node](heard)
         if value is None:
             await self.push_frame(TTSSpeakFrame(AGAIN + QUESTIONS[node]))
