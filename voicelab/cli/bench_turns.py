@@ -37,6 +37,15 @@ def bench_turns(
     decision: Annotated[Path | None, typer.Option(
         help="a decision model folder (the shipped layout) to ask about the cached readings instead of the "
              "shipped model")] = None,
+    mode: Annotated[str, typer.Option(
+        "--mode", help="pipeline: each strategy as the pipeline runs it, on its VAD's silences (default); eot: "
+                       "as LiveKit's eot-bench scores it, every 100 ms through every labelled silence, "
+                       "threshold, action delay and timeout swept (docs/turn-bench.md)")] = "pipeline",
+    eot_bench: Annotated[Path | None, typer.Option(
+        "--eot-bench", help="with --mode eot: bench a local copy of livekit/eot-bench-data (a parquet file or a "
+                            "folder of them, the published schema) instead of the lab's human groups")] = None,
+    language: Annotated[str, typer.Option(
+        help="with --eot-bench: the rows' language to bench (a code such as en, de; 'all' for every one)")] = "en",
 ) -> None:
     """Dead air after the true end of speech against false cut-offs (mid-turn pauses declared an end), each
     strategy swept over its knob on the same labelled points: the generated pause corpus, real human speech
@@ -60,6 +69,19 @@ def bench_turns(
         fail("--curve chooses the curves of --plot: give --plot PATH too")
     if group is not None and fixtures:
         fail("--group and --fixtures exclude each other (your fixtures are group user)")
+    if mode not in bench.MODES:
+        fail(f"--mode {mode!r}: expected one of {', '.join(bench.MODES)}")
+    if mode == "eot":
+        if strategy or plot is not None or decision is not None or limit is not None:
+            fail("--mode eot scores smart-turn and silence only: --strategy, --plot, --decision and --limit "
+                 "belong to --mode pipeline")
+        if eot_bench is not None and (group is not None or fixtures):
+            fail("--eot-bench replaces the lab's groups: give it without --group or --fixtures")
+        _bench_eot(fixtures, group, eot_bench, None if language == "all" else language, out, json_out,
+                   resamples, cache, threads)
+        return
+    if eot_bench is not None:
+        fail("--eot-bench needs --mode eot")
     t_start = time.monotonic()
     try:
         strategies = bench.all_strategies(strategy or ())
@@ -104,6 +126,101 @@ def bench_turns(
         typer.echo(json.dumps(summary, indent=1))
         return
     _print_tables(result)
+
+
+def _bench_eot(fixtures: list[Path] | None, group: str | None, eot_bench: Path | None, language: str | None,
+               out: Path | None, json_out: bool, resamples: int, cache: Path | None, threads: int) -> None:
+    """`--mode eot`: score every labelled silence every 100 ms, sweep, print the operating points."""
+    from rich.console import Console
+
+    from voicelab.fixtures.format import FixtureError
+    from voicelab.turnbench import turn_bench as bench
+    from voicelab.turnbench.audio import AudioError
+    from voicelab.turnbench.cases import CACHE_ROOT
+
+    console = Console(stderr=True)
+    t0 = time.monotonic()
+    try:
+        if eot_bench is not None:
+            from voicelab.turnbench.eot_data import EotDataError, eot_bench_refs
+
+            try:
+                refs = eot_bench_refs(eot_bench, language)
+            except EotDataError as e:
+                fail(str(e))
+            dataset = f"eot-bench-data (local copy: {eot_bench})"
+        elif fixtures:
+            refs, dataset = [r for r in bench.fixture_refs(fixtures, {}, "user") if r.kind == "turn"], "your fixtures"
+        else:
+            refs, dataset = bench.eot_refs(group), bench.HUMAN_DATASET
+        if not refs:
+            fail("--mode eot: no labelled turns to bench here")
+        result = bench.run_eot(refs, cache or CACHE_ROOT, threads=threads, resamples=resamples, dataset=dataset,
+                               progress=lambda s: console.print(f"[dim]{s}[/dim]"))
+    except (bench.TurnBenchError, FixtureError, AudioError) as e:
+        fail(str(e))
+    result["timing_s"] = round(time.monotonic() - t0, 1)
+    result["command"] = "voicelab bench turns " + " ".join(sys.argv[3:])
+    rows = [*result["rows"], *result["reference"]]
+    if out is not None:
+        from voicelab.runs.folder import versions
+
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "turn_bench_eot.json").write_text(json.dumps({**result, "versions": versions()}, indent=1) + "\n",
+                                                 encoding="utf-8")
+        console.print(f"wrote {out / 'turn_bench_eot.json'}")
+    if json_out:
+        typer.echo(json.dumps(rows, indent=1))
+        return
+    _print_eot(result)
+
+
+def _eot_cell(value: float | None, ci: list[float] | None, pct: bool) -> str:
+    if value is None:
+        return "-"
+    text = f"{value:.1%}" if pct else f"{value:.0f} ms"
+    if ci:
+        text += f" [{ci[0]:.1%}, {ci[1]:.1%}]" if pct else f" [{ci[0]:.0f}, {ci[1]:.0f}]"
+    return text
+
+
+def _setting_cell(s: dict[str, Any] | None) -> str:
+    if not s:
+        return "-"
+    if "threshold" in s:
+        return f"P>={s['threshold']:.2f}, delay {s['action_delay_ms']}, timeout {s['timeout_ms']}"
+    return f"timeout {s['timeout_ms']}"
+
+
+def _print_eot(result: dict[str, Any]) -> None:
+    """The eot mode's tables: per group, each strategy's four operating points, then eot-bench's published rows."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="eot mode: every labelled silence scored every 100 ms (mean latency after the true end; "
+                        "95 % bootstrap intervals); the setting reaching 5 % below each row")
+    for col in ("group", "strategy", "latency at 5 %", "at 10 %", "false cut-offs at 300 ms", "at 600 ms"):
+        table.add_column(col, justify="left" if col in ("group", "strategy") else "right")
+    for r in [*result["rows"], *result["reference"]]:
+        lat, cut = r["latency_ms_at"], r["false_cutoffs_at_ms"]
+        lci, cci = r.get("latency_ms_ci_at", {}), r.get("false_cutoffs_ci_at_ms", {})
+        name = r.get("system", r["strategy"]) + (" (shipped)" if r["default"] else "")
+        grp = result["groups"].get(r["group"])
+        label = r["group"] + (f" ({grp['pauses']} pauses, {grp['ends']} ends)" if grp else "")
+        table.add_row(label, name, _eot_cell(lat["5%"], lci.get("5%"), False),
+                      _eot_cell(lat["10%"], lci.get("10%"), False), _eot_cell(cut["300"], cci.get("300"), True),
+                      _eot_cell(cut["600"], cci.get("600"), True))
+        if r.get("setting"):
+            table.add_row("", "[dim]setting[/dim]", f"[dim]{_setting_cell(r['setting']['5%'])}[/dim]",
+                          f"[dim]{_setting_cell(r['setting']['10%'])}[/dim]",
+                          f"[dim]{_setting_cell(r['setting']['300'])}[/dim]",
+                          f"[dim]{_setting_cell(r['setting']['600'])}[/dim]")
+    Console().print(table)
+    for g, c in result["cpu"].items():
+        if c["ms_per_silence_s"] is not None:
+            Console(stderr=True).print(f"[dim]{g}: smart-turn every 100 ms of silence costs {c['ms_per_silence_s']} ms "
+                                       f"of compute per second of silence ({c['passes']} passes, mean "
+                                       f"{c['pass_ms_mean']} ms, this machine, when the cache was filled)[/dim]")
 
 
 def _ratio_cell(r: dict[str, Any] | None) -> str:

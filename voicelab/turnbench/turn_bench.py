@@ -20,9 +20,11 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from voicelab.fixtures.format import FIXTURES_ROOT, discover, list_names, select
+from voicelab.pipeline.config import PipelineConfig
 from voicelab.turnbench import curve as cv
+from voicelab.turnbench import eot
 from voicelab.turnbench.anchors import CUTOFF_RATE as ANCHOR_RATE
-from voicelab.turnbench.anchors import EOT_BENCH_AT_5, SOURCE
+from voicelab.turnbench.anchors import EOT_BENCH_AT_5, SOURCE, reference_rows
 from voicelab.turnbench.audio import CaseAudio, fixture_cases, render_barge, render_turn, spec_key
 from voicelab.turnbench.bargein import replay_barge, summarise
 from voicelab.turnbench.cases import CACHE_ROOT, BargeCase, TurnCase, load_corpus
@@ -308,7 +310,14 @@ def run_bench(docs: Sequence[dict[str, Any]], strategies: Sequence[Strategy], *,
     return result
 
 
-SHIPPED = "decide"  # the turn end `voicelab run` ships (voicelab/pipeline/config.py)
+
+
+def shipped_kind() -> str:
+    """The turn-end kind `voicelab run` ships: the pipeline configuration's default `--turn` (its one home)."""
+    return PipelineConfig().turn_spec().kind
+
+
+SHIPPED = shipped_kind()  # read from the configuration, never written here
 BASELINES = ("timeout", "smart")  # silence only, and pipecat's default (smart-turn)
 RATIO_LEVEL = 0.05  # eot-bench's headline reading: dead air at 5 % false cut-offs
 
@@ -345,6 +354,31 @@ def summary_groups(result: dict[str, Any]) -> list[str]:
     return gs or list(result["groups"])[:1]
 
 
+EOT_LEVELS = (0.05, 0.10)  # eot-bench's operating points, read on the pipeline's curves too
+EOT_DELAYS_MS = (300, 600)
+
+
+def pipeline_points(entry: dict[str, Any], rep: dict[str, Any]) -> dict[str, Any]:
+    """eot-bench's four operating points read off one pipeline-mode curve (pass times removed), with the knob
+    value reaching each: dead air (median) at 5 % and 10 % false cut-offs, false cut-offs at 300 and 600 ms."""
+    pts = [(p["value"], p["false_cutoff_rate"], p["dead_air_p50_ms"]) for p in rep["curve"]]
+    setting: dict[str, dict[str, Any] | None] = {}
+    latency: dict[str, float | None] = {}
+    for lv in EOT_LEVELS:
+        key = cv.level_key(lv)
+        latency[key] = rep["dead_air_p50_ms_at"].get(key)
+        v = rep["knob_at"].get(key)
+        setting[key] = None if v is None else {entry["knob"]: v}
+    cut: dict[str, float | None] = {}
+    for ms in EOT_DELAYS_MS:
+        ok = [(r, v) for v, r, d in pts if d is not None and d <= ms]
+        best = min(ok, key=lambda x: x[0]) if ok else None
+        cut[str(ms)] = None if best is None else best[0]
+        setting[str(ms)] = None if best is None else {entry["knob"]: best[1]}
+    return {"mode": "pipeline", "latency_stat": "median", "latency_ms_at": latency, "false_cutoffs_at_ms": cut,
+            "setting": setting, "default": entry["strategy"] == SHIPPED}
+
+
 def json_summary(result: dict[str, Any]) -> list[dict[str, Any]]:
     """The `--json` list: per main group present (generated, human, human-calls, human-read; yours with `--fixtures`), one
     object per strategy with that group's figures, pass times removed."""
@@ -353,7 +387,7 @@ def json_summary(result: dict[str, Any]) -> list[dict[str, Any]]:
         grp = result["groups"][g]
         for e in result["strategies"]:
             rep = e["groups"][g]["passes_removed"]
-            out.append({"strategy": e["strategy"], "knob": e["knob"], "group": g,
+            out.append({"strategy": e["strategy"], "knob": e["knob"], "group": g, **pipeline_points(e, rep),
                         "cases": grp["pauses"] + grp["ends"], "pauses": grp["pauses"], "ends": grp["ends"],
                         "dead_air_p50_ms_at": rep["dead_air_p50_ms_at"],
                         "dead_air_p95_ms_at": rep["dead_air_p95_ms_at"],
@@ -501,3 +535,38 @@ def strip_private(result: dict[str, Any]) -> dict[str, Any]:
 
 def fmt_ms(x: float | None) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.0f}"
+
+
+# ---- the eot mode: every labelled silence scored every 100 ms (voicelab.turnbench.eot) ---------------------
+
+MODES = ("pipeline", "eot")
+EOT_GROUPS = ("human-calls", "human", "human-read")  # the eot mode's default: the labelled recordings of people
+HUMAN_DATASET = "voicelab human set"
+
+
+def eot_refs(group: str | None) -> list[CaseRef]:
+    """The eot mode's cases: one group's, or the human groups present."""
+    if group is not None:
+        return [r for r in refs_for(group, None) if r.kind == "turn"]
+    return [r for r in human_refs() if r.kind == "turn" and r.group in EOT_GROUPS]
+
+
+def run_eot(refs: Sequence[CaseRef], cache: Path, *, threads: int = 2, resamples: int = 1000, dataset: str,
+            progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """The eot mode's whole result: per group, smart-turn's three-knob sweep and silence only on the same
+    labelled silences (`rows`), what listening through the silence cost (`cpu`), eot-bench's published English
+    figures (`reference`)."""
+    from voicelab.turnbench.eot_scores import score_refs  # pipecat, onnxruntime
+
+    cases = score_refs(refs, cache, threads, progress)
+    result = eot.eot_result(cases, shipped=SHIPPED, resamples=resamples, dataset=dataset)
+    result["groups"] = {g: {"cases": sum(c.group == g for c in cases),
+                            "pauses": sum(sp.label == "hold" for c in cases if c.group == g for sp in c.spans),
+                            "ends": sum(sp.label == "eot" for c in cases if c.group == g for sp in c.spans)}
+                        for g in dict.fromkeys(c.group for c in cases)}
+    result["reference"] = reference_rows()
+    result["shipped"] = SHIPPED
+    result["grid"] = {"step_ms": eot.STEP_MS, "thresholds": [eot.THRESHOLDS[0], eot.THRESHOLDS[-1], 0.01],
+                      "action_delays_ms": list(eot.ACTION_DELAYS_MS), "timeouts_ms": list(eot.TIMEOUTS_MS),
+                      "silence_only_ms": [eot.SILENCE_MS[0], eot.SILENCE_MS[-1], eot.STEP_MS]}
+    return result
