@@ -11,7 +11,7 @@ fixed script's `CallerScheduler` stands in `voicelab.call.carrier`; it is one, w
   ``bot_audio_end``), the scenario picks the next line from those words and it becomes the next turn, started by
   its own start rule from the fixture (``bot_audio_end`` and its delay), exactly as the fixed script starts it.
   If the words are not read yet, the line waits for them; how long is recorded (``late_ms``);
-- a line the agent's words did not ask for (a repair, or the opening) waits at least ``REPAIR_WAIT_S`` (1 s) after
+- a line the agent's words did not ask for (a repair, the opening, or going on after a repair) waits at least ``REPAIR_WAIT_S`` (1 s) after
   the agent stops, as people wait longer before "sorry?" than before an answer;
 - if the agent talks again before the chosen line has started (a pause between its sentences outlasted the
   caller's patience), the choice is taken back and made again on the whole reply, as a person who has not
@@ -52,7 +52,7 @@ _PAD_S = 0.1  # audio kept around the reply for the recogniser
 # other-initiations of repair in conversation", Frontiers in Psychology 6:250), and words that ask for nothing are
 # often a reply not yet over. If the agent goes on within it, the choice is made again on the whole reply.
 REPAIR_WAIT_S = 1.0
-UNPROMPTED = ("repair", "opening")
+UNPROMPTED = ("repair", "opening", "go_on")
 
 
 @dataclass
@@ -141,6 +141,21 @@ class ListeningCaller(CallerScheduler):
         return {"goal": self.scenario.goal, "outcome": self.state.outcome, "lines": len(self.played),
                 "reconsidered": self.reconsidered, "turns": self.heard}
 
+    def _reply(self, prev_start: float, prev_speech_end: float) -> float | None:
+        """The base rule, and one more pass-over: agent audio that began and stopped inside the caller's own
+        line was talked over (a late answer to the line before, stopped by the agent as the caller spoke), not
+        an answer to this line, so the caller waits for the one that follows. A phone line does not say why the
+        agent stopped; a stretch wholly inside the caller's speech says it. Its words are still heard (`_listen`)."""
+        t = prev_start
+        while True:
+            reply = super()._reply(t, prev_speech_end)
+            if reply is None or reply >= prev_speech_end:
+                return reply
+            stop = self._first(self._stops, reply)
+            if stop is None or stop > prev_speech_end + 1e-9:
+                return reply
+            t = stop + 1e-6
+
     # --- listening ------------------------------------------------------------------------------------------
     def _listen(self, now_s: float) -> None:
         k = len(self.turns)
@@ -164,9 +179,11 @@ class ListeningCaller(CallerScheduler):
         if not stops or self._bot_speaking():
             return
         stop = max(stops)  # the agent is silent: what it has said ends at its latest stop
-        # each stretch of the reply is read as soon as it stops, so only the last one is left to read at the end
-        stretches = list(zip(sorted(t for t in self._starts if t >= reply), sorted(t for t in self._stops if t >= reply),
-                             strict=False))
+        # each stretch of the reply is read as soon as it stops, so only the last one is left to read at the end;
+        # stretches talked over during the caller's line come first (what the caller heard of them counts)
+        since = prev_start if k else reply
+        stretches = [(a, b) for a in sorted(t for t in self._starts if t >= since)
+                     if (b := self._first(self._stops, a)) is not None]
         jobs = [self._job(a, b) for a, b in stretches]
         lasted = self._lasting_stop(stop, self.listen_s)
         if lasted is None or now_s < lasted + self.listen_s - 1e-9 or not all(j.done() for j in jobs):

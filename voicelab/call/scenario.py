@@ -11,12 +11,20 @@ The choice, for the agent's words ``heard`` (the recogniser's normalised words, 
 2. the agent says the task is done (a ``done_when`` phrase) once every fact was given: the closing line;
 3. the agent asks for confirmation (``confirm.asked_by``): the confirmation line;
 4. the agent asks for a fact (its ``asked_by`` phrases; a fact not given yet first): that fact's next line;
-5. the agent asks the caller to say it again (``repeat_asked_by``): the last line again;
-6. nothing recognised: the opening line if nothing was said yet, else the repair line ("sorry?").
+5. the agent asks the caller to say it again (``repeat_asked_by``): the last line that said something again
+   (a repair is not repeated: the agent missed what came before it);
+6. nothing recognised: the opening line if nothing was said yet; else the repair line ("sorry?") once; a
+   reply after that which still cannot be placed: the caller goes on with the next line of its plan that fits
+   (``go_on``), as a person who asked once and still did not catch the answer goes on with the conversation
+   rather than asking again or hanging up.
 
-Steps 5 and 6 count as repairs; past ``max_repairs`` in a row, or past ``max_lines`` lines, the caller
-gives up (its giving-up line). The task outcome is ``done``, ``gave_up`` or ``not_done`` (the call ended
-first).
+The plan is the scenario's ``script`` (or each fact's first line, then the closing). A line fits when it
+states a fact not given yet, or is the closing once every fact was given; a confirmation is never volunteered.
+Closing on ``go_on`` ends the call with the task ``not_done``: the caller never heard it done.
+
+Steps 5 and 6 count as repairs; past ``max_repairs`` in a row, or past ``max_lines`` lines, or with nothing
+left that fits, the caller gives up (its giving-up line). The task outcome is ``done``, ``gave_up`` or
+``not_done`` (the call ended first, or the caller closed without hearing the task done).
 """
 
 from __future__ import annotations
@@ -48,7 +56,7 @@ class Fact:
 @dataclass(frozen=True)
 class NextLine:
     line: str | None  # the line to say (a turn's text); None: nothing more to say, the call ends
-    why: str  # "opening", "fact:NAME", "confirm", "repeat", "repair", "closing", "give_up", "end"
+    why: str  # "opening", "fact:NAME", "confirm", "repeat", "repair", "go_on", "closing", "give_up", "end"
 
 
 @dataclass(frozen=True)
@@ -116,11 +124,35 @@ class Scenario:
                              given=state.given | {fact.name})
         if state.repairs >= self.max_repairs:
             return self._say(NextLine(self.give_up, "give_up"), state, ended="gave_up")
-        if self._asks("repeat", words) and state.said:
-            return self._say(NextLine(state.said[-1], "repeat"), state, repairs=state.repairs + 1)
+        said = [x for x in state.said if x not in (self.repair, self.give_up)]
+        if self._asks("repeat", words) and said:
+            return self._say(NextLine(said[-1], "repeat"), state, repairs=state.repairs + 1)
         if not state.said and self.opening:
             return self._say(NextLine(self.opening, "opening"), state)
-        return self._say(NextLine(self.repair, "repair"), state, repairs=state.repairs + 1)
+        if state.repairs == 0:
+            return self._say(NextLine(self.repair, "repair"), state, repairs=1)
+        return self._go_on(state)
+
+    @property
+    def plan(self) -> tuple[str, ...]:
+        """The lines in the order the caller means to say them: the script, or each fact's first line, then the
+        confirmation and the closing."""
+        return self.script or (*(f.say[0] for f in self.facts), self.confirm_say, self.closing)
+
+    def _go_on(self, state: State) -> tuple[NextLine, State]:
+        """The next line of the plan after the latest one said that fits (a fact not given yet, or the closing
+        once every fact was given); the giving-up line when none does."""
+        plan = self.plan
+        last = max((i for i, line in enumerate(plan) if line in state.said), default=-1)
+        facts = {s: f.name for f in self.facts for s in f.say}
+        everything = {f.name for f in self.facts}
+        for line in plan[last + 1:]:
+            if line in facts and facts[line] not in state.given:
+                return self._say(NextLine(line, "go_on"), state, given=state.given | {facts[line]},
+                                 repairs=state.repairs + 1)
+            if line == self.closing and state.given >= everything:
+                return self._say(NextLine(line, "go_on"), state, ended="not_done")
+        return self._say(NextLine(self.give_up, "give_up"), state, ended="gave_up")
 
     def _say(self, choice: NextLine, state: State, **changes: Any) -> tuple[NextLine, State]:
         changes.setdefault("repairs", 0)

@@ -44,10 +44,11 @@ class _ScriptedRecognizer:
 
 
 async def _converse(prompts: list[str], pauses: dict[int, float] | None = None,
+                    late: dict[int, tuple[float, float]] | None = None,
                     ) -> tuple[ListeningCaller, list[tuple[int, float]]]:
     """A bot that greets from 0.5 to 2.5 s and speaks 2 s, 0.8 s after each caller line ends (its reply to line k
-    in two 1 s stretches `pauses[k]` s apart where given); returns the caller and (turn, start) of every line it
-    played."""
+    in two 1 s stretches `pauses[k]` s apart where given; or `late[k]` = (onset, length): one stretch that long,
+    that long after the line ends); returns the caller and (turn, start) of every line it played."""
     fx = load_fixture(FIXTURE, sample_rate=LINE_RATE)
     scenario = load_scenarios([fx])[str(fx.path)]
     recorder = CallRecorder(LINE_RATE, seconds=120.0)
@@ -65,6 +66,10 @@ async def _converse(prompts: list[str], pauses: dict[int, float] | None = None,
             played.append((clip.turn, clip.start_s))
             end = clip.start_s + caller.played[clip.turn].duration_s
             gap = (pauses or {}).get(clip.turn)
+            if clip.turn in (late or {}):
+                onset, length = (late or {})[clip.turn]
+                pending += [(end + onset, "on"), (end + onset + length, "off")]
+                continue
             pending += [(end + 0.8, "on"), (end + 2.8, "off")] if gap is None else \
                 [(end + 0.8, "on"), (end + 1.8, "off"), (end + 1.8 + gap, "on"), (end + 2.8 + gap, "off")]
         for _ in range(200):  # let a reading finish in its worker thread
@@ -119,10 +124,32 @@ def test_a_reply_paused_longer_than_the_lines_delay_is_still_heard_out_before_a_
     assert REPAIR_WAIT_S > max(t.start.delay_s for t in caller.played)
 
 
-def test_an_agent_that_never_answers_gets_repairs_then_the_caller_gives_up() -> None:
+def test_an_agent_that_never_answers_gets_a_repair_then_the_next_line_then_the_caller_gives_up() -> None:
     caller, played = asyncio.run(_converse(["hello, how can i help"] + ["mm"] * 10))
-    assert [h["why"] for h in caller.heard] == ["opening", "repair", "repair", "give_up"]
+    assert [h["why"] for h in caller.heard] == ["opening", "repair", "go_on", "give_up"]
     assert caller.outcome == "gave_up" and len(played) == 4
+
+
+BOOKED_LATE = ["Hello, Harbour Kitchen. May I have your name, please?", "What day would you like to come?",
+               "And what time?", "How many people will there be?",
+               "A table for 4 on Friday at 7 pm. Is that right?", "great your"]
+
+
+@pytest.mark.parametrize(("after_repair", "whys", "outcome"), [
+    # the agent says it again when asked: the task is done
+    (["Great, your table is booked. Is there anything else?", "Goodbye!"], ["repair", "closing"], "done"),
+    # the agent answers the repair with words that place nowhere: the caller goes on, it does not ask twice
+    (["you are welcome to visit any time", "Goodbye!"], ["repair", "go_on"], "not_done"),
+])
+def test_a_reply_later_than_the_callers_patience_and_cut_by_its_repair(after_repair: list[str], whys: list[str],
+                                                                        outcome: str) -> None:
+    # a loaded machine: the agent's answer to the confirmation comes 7 s after it (past the caller's 6 s of
+    # patience), begins while the caller says "sorry what was that", and the agent stops it there (its own
+    # interruption); what it says next decides the call, never a second "sorry what was that"
+    caller, played = asyncio.run(_converse(BOOKED_LATE + after_repair, late={4: (7.0, 0.4)}))
+    assert [h["why"] for h in caller.heard][4:] == ["confirm", *whys]
+    assert [t.text for t in caller.played].count("sorry what was that") == 1
+    assert caller.outcome == outcome
 
 
 def test_the_fixed_script_is_the_scenarios_script_in_order() -> None:

@@ -75,11 +75,45 @@ def test_any_replies_end_within_the_line_budget_saying_only_the_scenarios_lines(
 
 @settings(max_examples=50, deadline=None)
 @given(noise=st.lists(st.sampled_from(["hmm", "the weather is nice", "", "bicycle"]), min_size=6, max_size=10))
-def test_words_it_cannot_place_get_repairs_then_it_gives_up(noise: list[str]) -> None:
+def test_words_it_cannot_place_get_one_repair_then_the_next_line_then_it_gives_up(noise: list[str]) -> None:
     choices, state = _play(SC, noise)
     whys = [c.why for c in choices]
-    assert whys[:4] == ["opening", "repair", "repair", "give_up"] and whys[4] == "end"
+    assert whys[:4] == ["opening", "repair", "go_on", "give_up"] and whys[4] == "end"
+    assert choices[2].line == "it is carla"  # the plan's first line: the first fact, volunteered
     assert state.outcome == "gave_up"
+
+
+CONFIRMED = [ASK["name"], ASK["day"], ASK["time"], ASK["party"], "A table for 4 on Friday at 7 pm. Is that right?"]
+
+
+def test_a_reply_it_cannot_place_after_its_repair_goes_on_to_the_next_line_not_a_second_repair() -> None:
+    # the booking is confirmed, the agent's answer never comes ("": no reply), "sorry?" is answered with words
+    # that place nowhere: a person does not ask a second time; the closing follows, and the task is not done,
+    # since the caller never heard it done
+    choices, state = _play(SC, [*CONFIRMED, "", "you are welcome to visit any time"])
+    assert [c.why for c in choices][-3:] == ["confirm", "repair", "go_on"]
+    assert choices[-1].line == SC.closing and state.outcome == "not_done" and state.ended == "not_done"
+    assert SC.next_line("bye", state)[0].why == "end"
+
+
+def test_a_request_to_repeat_after_a_repair_repeats_what_the_repair_asked_about() -> None:
+    choices, state = _play(SC, [*CONFIRMED, "", "Sorry, I did not catch that."])
+    assert [c.line for c in choices][-3:] == ["yes that is right", "sorry what was that", "yes that is right"]
+    assert choices[-1].why == "repeat"
+    # the agent now says it is booked: the call closes with the task done
+    assert SC.next_line("Great, your table is booked.", state)[0].why == "closing"
+
+
+@settings(max_examples=100, deadline=None)
+@given(asked=st.lists(st.sampled_from(list(ASK)), max_size=4, unique=True),
+       noise=st.lists(st.sampled_from(["", "hmm", "bicycle"]), min_size=1, max_size=6))
+def test_going_on_never_restates_a_given_fact_nor_volunteers_the_confirmation(asked: list[str],
+                                                                              noise: list[str]) -> None:
+    choices, state = _play(SC, ["Hello?", *(ASK[f] for f in asked), *noise])
+    by_line = {s: f.name for f in SC.facts for s in f.say}
+    gone_on = [c.line for c in choices if c.why == "go_on"]
+    assert not {by_line[x] for x in gone_on if x in by_line} & set(asked)
+    assert SC.confirm_say not in gone_on and len(set(gone_on)) == len(gone_on)
 
 
 def test_a_request_to_repeat_repeats_the_last_line_and_a_known_fact_uses_its_next_wording() -> None:
