@@ -215,7 +215,10 @@ def _print_eot(result: dict[str, Any]) -> None:
                           f"[dim]{_setting_cell(r['setting']['10%'])}[/dim]",
                           f"[dim]{_setting_cell(r['setting']['300'])}[/dim]",
                           f"[dim]{_setting_cell(r['setting']['600'])}[/dim]")
-    Console().print(table)
+    Console(width=max(160, Console().width)).print(table)
+    for g, rows in result.get("ratios", {}).items():
+        cells = ", ".join(f"{_ratio_cell(r)} at {r['at']}" for r in rows)
+        Console().print(f"{g}: {rows[0]['of']} over {rows[0]['over']} (paired, same silences): {cells}")
     for g, c in result["cpu"].items():
         if c["ms_per_silence_s"] is not None:
             Console(stderr=True).print(f"[dim]{g}: smart-turn every 100 ms of silence costs {c['ms_per_silence_s']} ms "

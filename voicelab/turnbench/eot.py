@@ -221,6 +221,38 @@ def bootstrap(sw: Sweep, resamples: int = 1000, seed: int = SEED, confidence: fl
             "false_cutoffs_ci_at_ms": {str(m): ci(draws[str(m)], 4) for m in LATENCY_BUDGETS_MS}}
 
 
+def paired_ratio(a: Sweep, b: Sweep, budget: float, resamples: int = 1000, seed: int = SEED,
+                 confidence: float = CONFIDENCE) -> dict[str, Any]:
+    """a's latency at `budget` false cut-offs over b's, on the same holds and eots; the interval from resampling
+    them once for both (paired). ratio / ci None where either never reaches the budget (in over half the
+    resamples)."""
+    if a.cut.shape[1] != b.cut.shape[1] or a.latency_ms.shape[1] != b.latency_ms.shape[1]:
+        raise ValueError("paired_ratio: the two sweeps are not on the same spans")
+    n_h, n_e = a.cut.shape[1], a.latency_ms.shape[1]
+
+    def best(sw: Sweep, wh: np.ndarray, we: np.ndarray) -> np.ndarray:
+        rates = sw.cut.astype(np.float32) @ wh / n_h
+        means = sw.latency_ms.astype(np.float32) @ we / n_e
+        return np.where(rates <= budget + 1e-6, means, np.inf).min(axis=0)
+
+    ones_h, ones_e = np.ones((n_h, 1), np.float32), np.ones((n_e, 1), np.float32)
+    xa, xb = float(best(a, ones_h, ones_e)[0]), float(best(b, ones_h, ones_e)[0])
+    point = xa / xb if np.isfinite(xa) and np.isfinite(xb) and xb > 0 else None
+    out: dict[str, Any] = {"of": a.strategy, "over": b.strategy, "at": level_key(budget),
+                           "ratio": None if point is None else round(point, 3), "ci": None}
+    if point is None or n_h < 2 or n_e < 2 or resamples <= 0:
+        return out
+    rng = np.random.default_rng(seed)
+    wh = np.stack([np.bincount(rng.integers(0, n_h, n_h), minlength=n_h) for _ in range(resamples)], 1)
+    we = np.stack([np.bincount(rng.integers(0, n_e, n_e), minlength=n_e) for _ in range(resamples)], 1)
+    ra, rb = best(a, wh.astype(np.float32), we.astype(np.float32)), best(b, wh.astype(np.float32), we.astype(np.float32))
+    ok = np.isfinite(ra) & np.isfinite(rb) & (rb > 0)
+    if ok.sum() >= resamples / 2:
+        q = np.percentile(ra[ok] / rb[ok], [100 * (1 - confidence) / 2, 100 * (1 + confidence) / 2])
+        out["ci"] = [round(float(q[0]), 3), round(float(q[1]), 3)]
+    return out
+
+
 def eot_row(group: str, sw: Sweep, *, default: bool, resamples: int, dataset: str) -> dict[str, Any]:
     """One `--json` row of the eot mode: the four operating points, their intervals and settings."""
     return {"group": group, "strategy": sw.strategy, "mode": "eot", "dataset": dataset,
@@ -265,8 +297,11 @@ def eot_result(cases: Sequence[ScoredCase], *, shipped: str, resamples: int, dat
     """Every group's rows (the model and silence only), in the order the groups first appear."""
     groups = list(dict.fromkeys(c.group for c in cases))
     rows = []
+    ratios: dict[str, list[dict[str, Any]]] = {}
     for g in groups:
-        mine = [c for c in cases if c.group == g]
-        for sw in group_sweeps(mine):
+        model, silence = group_sweeps([c for c in cases if c.group == g])
+        for sw in (model, silence):
             rows.append(eot_row(g, sw, default=sw.strategy == shipped, resamples=resamples, dataset=dataset))
-    return {"rows": rows, "cpu": {g: cpu_per_silence_s([c for c in cases if c.group == g]) for g in groups}}
+        ratios[g] = [paired_ratio(model, silence, b, resamples) for b in CUTOFF_BUDGETS]
+    return {"rows": rows, "ratios": ratios,
+            "cpu": {g: cpu_per_silence_s([c for c in cases if c.group == g]) for g in groups}}

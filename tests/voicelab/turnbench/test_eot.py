@@ -134,3 +134,17 @@ def test_the_rule_latches_a_reached_threshold_until_the_action_delay() -> None:
         ListenPolicy(threshold=0.5, action_delay_ms=900, timeout_ms=500)
     with pytest.raises(ListenPolicyError):
         ListenPolicy(threshold=1.5)
+
+
+def test_paired_ratio_of_a_strategy_over_itself_is_one() -> None:
+    rng = np.random.default_rng(5)
+    holds = [(float(d), rng.random(min(29, max(0, math.ceil(d * 10) - 1))).astype(np.float32))
+             for d in rng.uniform(0.1, 2.0, 60)]
+    eots = [np.clip(rng.random(30) + 0.3, 0, 1).astype(np.float32) for _ in range(15)]
+    model = eot.policy_sweep("m", holds, eots)
+    silence = eot.silence_sweep([d for d, _ in holds], len(eots))
+    same = eot.paired_ratio(model, model, 0.10, resamples=100)
+    assert same["ratio"] == 1.0 and same["ci"] == [1.0, 1.0]
+    r = eot.paired_ratio(model, silence, 0.10, resamples=100)
+    want = eot.operating_points(model)["latency_ms_at"]["10%"] / eot.operating_points(silence)["latency_ms_at"]["10%"]
+    assert r["ratio"] == pytest.approx(want, abs=0.01)
