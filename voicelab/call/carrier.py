@@ -35,7 +35,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
 from voicelab.call import protocol
-from voicelab.call.line import LineStats
+from voicelab.call.line import LineStats, caller_spoke
 from voicelab.call.pacing import FRAME_SAMPLES, LINE_RATE, FrameClock
 from voicelab.call.playout_queue import PlayoutQueue
 from voicelab.call.reply_spans import reply_turn
@@ -183,8 +183,11 @@ class _Call:
             if not speaking:
                 self.log.log(K.INTERRUPTION, self.bot_turn, {"bot_speaking": False, "by": "clear",
                                                              "dropped_ms": dropped_ms}, t_ns=t_ns)
-            elif self.open_clear is None:  # a stop or a pause: the next clear_pause_s tell
-                self.open_clear = (t_ns, self.bot_turn, dropped_ms)
+            else:
+                if not caller_spoke(t_ns / _NS, self.log.utterances):  # the agent cut itself off: a revision
+                    self.line.clears_unprompted += 1
+                if self.open_clear is None:  # a stop or a pause: the next clear_pause_s tell
+                    self.open_clear = (t_ns, self.bot_turn, dropped_ms)
         else:
             self.line.other(msg.name)
 

@@ -6,7 +6,8 @@
 - queue depth and queue delay: how much of the agent's audio waited in the carrier's playout queue, sampled
   every tick while it held audio and at each arrival (the delay that audio had before it was heard): what the
   caller hears lags what the agent sent by this much;
-- clears (and the audio they dropped; those the agent's audio came back after: pauses) and marks (played or
+- clears (and the audio they dropped; those the agent's audio came back after: pauses; those while it was heard
+  with the caller silent for `PROMPT_S`: the agent cut itself off, an audible revision) and marks (played or
   cleared).
 
 Pure Python. Percentiles are None without samples, never 0.
@@ -16,11 +17,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from voicelab.call.pacing import LINE_RATE, ArrivalJitter, FrameClock
+
+if TYPE_CHECKING:  # typing only: the caller's utterances as played
+    from voicelab.measure.calllog import PlayedUtterance
+
+PROMPT_S = 1.0  # a clear this long after the caller's speech ended still answers it (VAD stop, turn rule)
 
 
 def _stats(values: Sequence[float]) -> dict[str, Any]:
@@ -39,6 +45,7 @@ class LineStats:
     delay_ms: list[float] = field(default_factory=list)  # per media message: queue depth when it arrived
     clears: int = 0
     clears_resumed: int = 0  # clears the agent's audio came back after within clear_pause_s: pauses, not stops
+    clears_unprompted: int = 0  # clears while the agent was heard and the caller silent (caller_spoke)
     cleared_ms: float = 0.0
     marks_received: int = 0
     marks_played: int = 0
@@ -65,6 +72,12 @@ class LineStats:
         return line_summary([self])
 
 
+def caller_spoke(t_s: float, said: Sequence[PlayedUtterance], prompt_s: float = PROMPT_S) -> bool:
+    """Whether the caller was speaking at t_s, or stopped at most `prompt_s` before: a clear then answers the
+    caller (a barge-in, a backchannel); otherwise the agent stopped its own audio unprompted."""
+    return any(u.speech_start_ns / 1e9 <= t_s <= u.speech_end_ns / 1e9 + prompt_s for u in said)
+
+
 def line_summary(calls: Iterable[LineStats]) -> dict[str, Any]:
     """The `line` block of summary.json (and of each calls/<id>.json) over one or more calls."""
     cs = list(calls)
@@ -86,6 +99,7 @@ def line_summary(calls: Iterable[LineStats]) -> dict[str, Any]:
         "queue_delay_ms": _stats([x for c in cs for x in c.delay_ms]),
         "clears": sum(c.clears for c in cs),
         "clears_resumed": sum(c.clears_resumed for c in cs),
+        "clears_unprompted": sum(c.clears_unprompted for c in cs),
         "cleared_audio_ms": round(sum(c.cleared_ms for c in cs), 1),
         "marks": {"received": sum(c.marks_received for c in cs), "played": sum(c.marks_played for c in cs),
                   "cleared": sum(c.marks_cleared for c in cs)},

@@ -1,0 +1,171 @@
+"""Trust the tester: the reference agent with one planted fault at a time, called over the phone line, and every
+detector's precision and recall on them.
+
+Each variant of `examples/pipecat_phone_agent.py --fault NAME` (`examples/fault_rules.py`: cuts-in, deaf, jumpy,
+slow, wrong-fact, revises, mute-turn, drops, garbled, and the clean agent, none) is started on a loopback port and
+called `--reps` times with `benchmarks/fixtures/planted_faults` by `voicelab call` (one run folder per variant and
+pass under `--out`; a variant that already has its calls there is not called again, so an interrupted bench
+resumes). Then every call is read by each detector (`voicelab.analysis.fault_flags`), and the confusion table,
+precision and recall with Wilson 95 % intervals are written. `voicelab compare CLEAN VARIANT --fail-on
+far_p50:+500ms` is run on each variant's first run folder against the clean agent's: its exit status is the
+run-level FAR gate.
+
+    .venv/bin/python benchmarks/planted_faults.py --reps 5 --out runs/planted_faults \
+        --json benchmarks/results/planted_faults.json --markdown benchmarks/results/planted_faults.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import soundfile as sf
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from voicelab.analysis.fault_flags import (  # noqa: E402
+    DETECTORS,
+    EXPECTED,
+    FAULTS,
+    CallFacts,
+    confusion,
+    flags,
+    markdown,
+)
+from voicelab.analysis.tables import is_finished  # noqa: E402
+from voicelab.measure.audio_gaps import gaps  # noqa: E402
+
+FIXTURE = ROOT / "benchmarks" / "fixtures" / "planted_faults"
+AGENT = ROOT / "examples" / "pipecat_phone_agent.py"
+PY = Path(sys.executable)
+VOICELAB = PY.parent / "voicelab"
+FAR_GATE = "far_p50:+500ms"
+NO_REPLY_MS = 10000  # a turn waits this long for a reply (a slow agent on a busy machine is not a mute one)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout_s: float = 240.0) -> None:
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the agent exited with {proc.returncode} before listening")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.5)
+    raise TimeoutError(f"the agent did not listen on {port} within {timeout_s:g} s")
+
+
+def run_folders(out: Path, fault: str) -> list[Path]:
+    """The variant's finished run folders, oldest first."""
+    d = out / fault
+    return sorted(p for p in d.iterdir() if p.is_dir() and is_finished(p)) if d.is_dir() else []
+
+
+def calls_made(out: Path, fault: str) -> int:
+    return sum(len(list((r / "calls").glob("*.json"))) for r in run_folders(out, fault))
+
+
+def call_variant(out: Path, fault: str, reps: int, log: Path) -> None:
+    """Start the agent with the fault and play the fixture `reps` times to it (one `voicelab call`)."""
+    port = _free_port()
+    with log.open("ab") as lf:
+        agent = subprocess.Popen([str(PY), str(AGENT), "--port", str(port), "--fault", fault], cwd=ROOT,
+                                 stdout=lf, stderr=lf)
+        try:
+            _wait_port(port, agent)
+            subprocess.run([str(VOICELAB), "call", f"ws://127.0.0.1:{port}/media-stream", str(FIXTURE),
+                            "--repeat", str(reps), "--no-reply-timeout-ms", str(NO_REPLY_MS), "--out", str(out / fault)], cwd=ROOT, stdout=lf, stderr=lf,
+                           check=False)
+        finally:
+            agent.terminate()
+            try:
+                agent.wait(15)
+            except subprocess.TimeoutExpired:
+                agent.kill()
+                agent.wait(15)
+
+
+def read_calls(run: Path, fault: str) -> list[CallFacts]:
+    """Every call of a run folder, as the detectors read it."""
+    rows_by_call: dict[str, list[dict[str, Any]]] = {}
+    for r in pq.read_table(run / "turns.parquet").to_pylist():
+        rows_by_call.setdefault(r["call_id"], []).append(r)
+    out = []
+    for meta_path in sorted((run / "calls").glob("*.json")):
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        call_id = meta_path.stem
+        bot, sr = sf.read(run / "calls" / f"{call_id}.wav", dtype="int16")
+        out.append(CallFacts.from_run(fault, str(run.name), call_id, meta, rows_by_call.get(call_id, []),
+                                      len(gaps(bot[:, 1], sr))))
+    return out
+
+
+def far_gate(out: Path, fault: str) -> int | None:
+    """`voicelab compare` exit status, clean against the variant, on their first run folders."""
+    clean, other = run_folders(out, "none"), run_folders(out, fault)
+    if not clean or not other:
+        return None
+    res = subprocess.run([str(VOICELAB), "compare", str(clean[0]), str(other[0]), "--fail-on", FAR_GATE],
+                         cwd=ROOT, capture_output=True, check=False)
+    return res.returncode
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--reps", type=int, default=5, help="calls per variant (in all, counting earlier passes)")
+    ap.add_argument("--faults", nargs="*", default=list(FAULTS))
+    ap.add_argument("--out", type=Path, default=ROOT / "runs" / "planted_faults")
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--markdown", type=Path)
+    ap.add_argument("--no-calls", action="store_true", help="only read the run folders already under --out")
+    args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    if not args.no_calls:
+        for fault in args.faults:
+            left = args.reps - calls_made(args.out, fault)
+            if left > 0:
+                print(f"{fault}: {left} calls", flush=True)
+                call_variant(args.out, fault, left, args.out / f"{fault}.log")
+    calls = [c for fault in args.faults for run in run_folders(args.out, fault) for c in read_calls(run, fault)]
+    flagged = flags(calls)
+    table = confusion(flagged)
+    gates = {fault: far_gate(args.out, fault) for fault in args.faults if fault != "none"}
+    result = {
+        "command": " ".join(["python", *[os.path.relpath(a, ROOT) if a.startswith(str(ROOT)) else a
+                                         for a in sys.argv]]),
+        "started_utc": started, "finished_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {"platform": platform.platform(), "machine": platform.machine(), "cpus": os.cpu_count()},
+        "fixture": str(FIXTURE.relative_to(ROOT)), "agent": str(AGENT.relative_to(ROOT)),
+        "detectors": {d: {"fault": EXPECTED[d], "doc": doc} for d, doc in DETECTORS.items()},
+        "far_gate": {"fail_on": FAR_GATE, "exit_status": gates},
+        **table,
+        "calls": [f.to_dict() for f in flagged],
+    }
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    text = markdown(result)
+    if args.markdown:
+        args.markdown.write_text(text, encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
