@@ -33,6 +33,7 @@ from typing import Any
 
 from voicelab.measure.figure_views import Result
 from voicelab.measure.figures import Live, views
+from voicelab.measure.machine_load import machine_text
 
 META = "meta.json"
 SUMMARY = "summary.json"
@@ -351,7 +352,7 @@ def describe(e: Entry) -> str:
 
 
 def provenance(e: Entry) -> list[str]:
-    """The command, the machine, the date and the commit, one bullet each."""
+    """The command, the machine and its load while the run lasted, the date and the commit, one bullet each."""
     m = e.meta
     argv = [str(a) for a in m.get("command") or []]
     if argv:
@@ -364,6 +365,7 @@ def provenance(e: Entry) -> list[str]:
         " with local edits" if m.get("dirty") else "" if m.get("dirty") is False else "")
     return [f"- command: `{shlex.join(argv)}`" if argv else "- command: not recorded",
             f"- machine: {cpu}, {count}, {mach.get('platform') or 'platform not recorded'}",
+            f"- machine load: {machine_text(e.summary.get('machine'))}",
             f"- date: {m.get('started_utc') or 'not recorded'}",
             f"- commit: {commit_text}"]
 

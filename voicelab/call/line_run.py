@@ -35,9 +35,11 @@ from voicelab.measure.events import Event, EventKind, EventWriter, read_events
 from voicelab.measure.figures import SummaryData, line_columns, line_not_measured
 from voicelab.measure.figures import summary as figure_summary
 from voicelab.measure.intervals import latency_stats
+from voicelab.measure.machine_load import MachineLoad
 from voicelab.measure.metrics import percentile, summarize, turn_table, unscore_cut_replies
 from voicelab.measure.truth import TruthError, Utterance, analyze_run, call_truth_dict
 from voicelab.runs.folder import EVENTS, RunFolder
+from voicelab.runs.machine_probe import measured
 
 K = EventKind
 # What a recording of the line cannot show: the agent's insides (its turn end, recogniser, model, TTS) and what
@@ -87,14 +89,15 @@ def load_line_fixtures(specs: Sequence[str]) -> list[Fixture]:
 
 def play_all(url: str, plan: Sequence[tuple[str, Fixture]], opts: CallOptions, writer: EventWriter | None,
              concurrency: int = 1, on_done: Callable[[CallResult], None] | None = None, ray: Any = None,
-             cpus_per_call: float = 1.0) -> list[CallResult]:
-    """Every call of the plan, `concurrency` at once: from this process, or with `ray` (the joined module) each
-    from a Ray task (`voicelab.call.ray_calls`)."""
+             cpus_per_call: float = 1.0) -> tuple[list[CallResult], MachineLoad | None]:
+    """Every call of the plan, `concurrency` at once: from this process, with the machine's load meanwhile
+    (`voicelab.runs.machine_probe`), or with `ray` (the joined module) each from a Ray task
+    (`voicelab.call.ray_calls`; the load is then not measured: the calls' loops are the tasks')."""
     if ray is not None:
         from voicelab.call.ray_calls import play_all_ray
 
-        return play_all_ray(ray, url, plan, opts, writer, concurrency, cpus_per_call, on_done)
-    return asyncio.run(_play_here(url, plan, opts, writer, concurrency, on_done))
+        return play_all_ray(ray, url, plan, opts, writer, concurrency, cpus_per_call, on_done), None
+    return asyncio.run(measured(_play_here(url, plan, opts, writer, concurrency, on_done)))
 
 
 async def _play_here(url: str, plan: Sequence[tuple[str, Fixture]], opts: CallOptions, writer: EventWriter | None,
@@ -259,10 +262,11 @@ def run_line_calls(url: str, fixtures: Sequence[Fixture], out: Path, *, opts: Ca
         "fixtures": [{"name": f.name, "path": str(f.path), "sha256": _sha256(f.path)} for f in fixtures],
     }, command)
     with folder.events_writer() as writer:
-        results = play_all(url, plan, opts, writer, concurrency, on_done, ray, cpus_per_call)
+        results, machine = play_all(url, plan, opts, writer, concurrency, on_done, ray, cpus_per_call)
         after = [e for r in results for e in _after_call_rows(r, rule)]
         for e in after:
             writer.write(e)
+    folder.add_to_config({"machine_load": None if machine is None else machine.to_json()})
     notes: list[str] = []
     readbacks: dict[str, list[ReadBack]] | None = None
     if readback:  # only now: every call is over, the agent has the CPU to itself no longer
@@ -291,6 +295,7 @@ def run_line_calls(url: str, fixtures: Sequence[Fixture], out: Path, *, opts: Ca
     summary = line_run_summary(events, rows, results,
                                {"run_id": folder.run_id, "engine": config["engine"], "sampler": None,
                                 "policy": None}, truth, rule, readbacks is not None)
+    summary["machine"] = None if machine is None else machine.to_json()
     folder.write_notes(notes)
     folder.seal(summary)
     return run_dir, results

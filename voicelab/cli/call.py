@@ -18,7 +18,15 @@ from rich.console import Console
 from voicelab.cli.common import fail
 from voicelab.fixtures import FixtureError
 from voicelab.measure.figures import figure
-from voicelab.runs.console import fmt, print_figures, print_turns, summary_figures
+from voicelab.runs.console import (
+    BUSY_MARK,
+    fmt,
+    is_busy,
+    print_busy,
+    print_figures,
+    print_turns,
+    summary_figures,
+)
 from voicelab.runs.folder import RunFolderError
 
 if TYPE_CHECKING:  # typing only: the call modules load once the arguments are checked
@@ -60,7 +68,8 @@ def print_call_tables(console: Console, rows: list[dict[str, Any]], s: dict[str,
     prints them; the read-back words and the expectations' checks where there are any), then the overall
     figures as figure | value."""
     print_turns(console, rows, title=f"{s['run_id']}: per turn (from the line's audio)")
-    print_figures(console, call_figures(s))
+    print_figures(console, call_figures(s), title="overall" + (BUSY_MARK if is_busy(s) else ""))
+    print_busy(console, [s])
     console.print("[dim]not measured (a recording of the line cannot show them): "
                   f"{', '.join(s.get('not_measured') or [])}[/dim]")
 

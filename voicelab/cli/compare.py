@@ -2,7 +2,8 @@
 
 Exit status: 0; 1 when `--fail-on` finds a regression beyond its threshold with confidence; 3 when a figure
 that `--fail-on` gates cannot be decided (too few samples, not measured, or measured in neither run), so a gate
-never passes on no evidence; 2 for bad input. `--junit FILE` writes the gates as JUnit test cases (a failure for
+never passes on no evidence, and when one run was measured on a busy machine and the other on a quiet one
+(`voicelab.measure.machine_load`; `--allow-busy` goes on); 2 for bad input. `--junit FILE` writes the gates as JUnit test cases (a failure for
 exit 1's, an error for exit 3's; `voicelab.measure.junit`), with the same exit status.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -21,6 +22,18 @@ RESAMPLES = 2000  # == voicelab.measure.intervals.RESAMPLES (a test checks); rea
 EXIT_REGRESSION = 1
 SHOWN_DISAGREEMENTS = 10  # turns whose expectation verdicts differ, printed under the table
 EXIT_UNDECIDED = 3
+
+
+def refuse_busy_against_quiet(runs: list[Path], summaries: list[dict[str, Any]]) -> None:
+    """Exit 3 with a line per run measured on a busy machine against a baseline on a quiet one (or the reverse)."""
+    from voicelab.measure.machine_load import mismatch
+
+    refused = [m for path, s in zip(runs[1:], summaries[1:], strict=True)
+               if (m := mismatch(summaries[0].get("machine"), s.get("machine"), str(runs[0]), str(path)))]
+    for line in refused:
+        typer.echo(f"cannot decide: {line}", err=True)
+    if refused:
+        raise typer.Exit(EXIT_UNDECIDED)
 
 
 def compare(
@@ -35,9 +48,17 @@ def compare(
                                                "decide an error); the exit status is the same")] = None,
     resamples: Annotated[int, typer.Option(help="bootstrap resamples per figure")] = RESAMPLES,
     seed: Annotated[int, typer.Option(help="bootstrap seed")] = 0,
+    allow_busy: Annotated[bool, typer.Option("--allow-busy", help="compare a run measured on a busy machine with "
+                                             "one measured on a quiet machine (without it: exit 3, no verdict)")]
+    = False,
 ) -> None:
-    """Differences with 95 % intervals (paired by fixture turn) and a verdict per figure."""
+    """Differences with 95 % intervals (paired by fixture turn) and a verdict per figure.
+
+    No verdict (exit 3, one line that says why) when one run was measured on a busy machine and the other on a
+    quiet one: a difference between them may be the machine's (docs/metrics.md, how to read a busy run).
+    `--allow-busy` compares them anyway."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from voicelab.analysis import AnalysisError, load_run
@@ -55,6 +76,7 @@ def compare(
         write_html,
     )
     from voicelab.measure.events import EventLogError
+    from voicelab.runs.console import busy_lines
 
     if len(runs) < 2:
         fail("compare needs at least two run folders (the baseline first)")
@@ -65,8 +87,12 @@ def compare(
         data = [load_run(r) for r in runs]
     except (CompareError, AnalysisError, EventLogError) as exc:
         fail(str(exc))
+    if not allow_busy:
+        refuse_busy_against_quiet(runs, [d.summary for d in data])
     comparisons = [compare_runs(data[0], b, seed=seed, n_resamples=resamples) for b in data[1:]]
     console = Console(width=None if sys.stdout.isatty() else 140)
+    for line in busy_lines([d.summary for d in data]):
+        console.print(f"[dim]note: busy machine: {escape(line)}[/dim]", highlight=False)
     style = {BETTER: "green", WORSE: "red"}
     for c in comparisons:
         t = Table(title=f"{c.b_label} ({c.b}) against {c.a_label} ({c.a})")

@@ -56,7 +56,8 @@ class Wide:
 class Overall:
     """A row of the console's overall table, read from summary.json at `key` (dotted). show: "num" (nd
     decimals), "p50"/"p95" (with the interval), "share" (a percentage), "share_of" (with the count at `n`),
-    "count_of" (a count of the count at `n`), "parts" (the `parts` sub-keys joined by '/')."""
+    "count_of" (a count of the count at `n`), "parts" (the `parts` sub-keys joined by '/'), "machine" (the
+    machine's verdict and readings in words, `voicelab.measure.machine_load.machine_text`)."""
 
     label: str
     at: int

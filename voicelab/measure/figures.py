@@ -406,6 +406,11 @@ _CATALOGUE: list[Figure] = [
                           parts=("executed", "confirmed", "refused")),)),
     Figure("price", "$", "lower", "tokens, cost per call and per 1,000 calls (voicelab.analysis.price)",
            summary=(Summary("price", "set by the run (null without a published price)", None, 99),)),
+    Figure("machine", "verdict", "", "the machine while the run lasted: quiet or busy, the event loop's lag and "
+                                     "the share of the CPU other processes took (voicelab.measure.machine_load)",
+           summary=(Summary("machine", "set by the run: verdict, loop_lag_ms (p50, p95, max, n), others_cpu_share, "
+                                       "own_cpu_share, cores, seconds (null where not measured: calls on Ray)",
+                            None, 100),), line=_EVENTS, views=(Overall("machine", 30, "machine", "machine"),)),
 ]
 
 

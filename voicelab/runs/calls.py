@@ -31,6 +31,7 @@ from voicelab.analysis.tables import parquet_tables
 from voicelab.fixtures import Fixture, load_fixture, select
 from voicelab.gate import ShaperParams
 from voicelab.measure.events import Event, EventKind, EventWriter, read_events
+from voicelab.measure.machine_load import MachineLoad
 from voicelab.measure.metrics import summarize, turn_table
 from voicelab.measure.truth import TruthError, analyze_run
 from voicelab.pipeline.assembly import run_call
@@ -41,6 +42,7 @@ from voicelab.rules.faults import outcomes
 from voicelab.runs.cluster import joined
 from voicelab.runs.console import print_faults, print_summary, print_turns
 from voicelab.runs.folder import CONFIG, EVENTS, SUMMARY, RunFolder, write_matrix
+from voicelab.runs.machine_probe import measured
 from voicelab.runs.plan import call_ids, check_ray, error_row
 from voicelab.runs.ray_dispatch import run_calls_ray
 
@@ -86,13 +88,17 @@ def config_record(cfg: PipelineConfig, engine: EngineLike, fixtures: Sequence[Fi
 
 
 def finish_run(folder: RunFolder, events: list[Event], meta: Mapping[str, Any],
-               extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+               extra: Mapping[str, Any] | None = None, machine: MachineLoad | None = None) -> dict[str, Any]:
     """turns.csv, the truth figures, the Parquet tables, then summary.json (the seal). Returns the summary.
-    `extra` adds figures only some runs have (a live session's client-side figures)."""
+    `extra` adds figures only some runs have (a live session's client-side figures); `machine` is the probe's
+    reading (`voicelab.runs.machine_probe`; None: not measured), in config.json and summary.json."""
+    load = None if machine is None else machine.to_json()
+    folder.add_to_config({"machine_load": load})
     folder.write_turns_csv(turn_table(events))
     truth, note = truth_rows(folder.path)
     summary = summarize(events, {"run_id": folder.run_id, **dict(meta)}, truth=truth)
     summary["price"] = price_summary(events, json.loads((folder.path / CONFIG).read_text(encoding="utf-8")))
+    summary["machine"] = load
     summary.update(extra or {})
     notes = [n for n in (note, _write_tables(folder, events, truth)) if n]
     folder.write_notes(notes)
@@ -198,28 +204,29 @@ def run_config(config: PipelineConfig | Mapping[str, Any], fixtures: Sequence[Fi
     if run_dir is None:
         run_dir = Path(out_dir) / f"{_utc_stamp()}-{cfg.slug()}"
     with ExitStack() as stack:  # what is loaded or joined here is let go before the figures are computed
-        play: Callable[[RunFolder, EventWriter], list[Event]]
+        play: Callable[[RunFolder, EventWriter], tuple[list[Event], MachineLoad | None]]
         if ray_address is None:
             res = resources or Resources(cfg)  # before the folder: a model that fails to load leaves no folder
             if resources is None:
                 stack.callback(res.close)
             record = config_record(cfg, res.engine, fxs)
 
-            def play(folder: RunFolder, writer: EventWriter) -> list[Event]:
-                return asyncio.run(_run_calls(cfg, res, fxs, folder, writer, progress, repeat, **call_kw))
+            def play(folder: RunFolder, writer: EventWriter) -> tuple[list[Event], MachineLoad | None]:
+                return asyncio.run(measured(_run_calls(cfg, res, fxs, folder, writer, progress, repeat, **call_kw)))
         else:
             ray = stack.enter_context(joined(ray_address, ray_init))  # before the folder: no cluster, no folder
             record = {**_driver_record(cfg, fxs), "ray": ray_address, "cpus_per_call": cpus_per_call}
 
-            def play(folder: RunFolder, writer: EventWriter) -> list[Event]:
-                return run_calls_ray(ray, cfg, fxs, folder, writer, progress, repeat, cpus_per_call, **call_kw)
+            def play(folder: RunFolder, writer: EventWriter) -> tuple[list[Event], MachineLoad | None]:
+                # the calls' loops run in Ray tasks, and Ray's workers here would count as others: not measured
+                return run_calls_ray(ray, cfg, fxs, folder, writer, progress, repeat, cpus_per_call, **call_kw), None
         folder = RunFolder.create(run_dir)
         stack.callback(logger.remove, logger.add(str(run_dir / "pipecat.log"), level="WARNING"))
         config_json = folder.write_config({**record, "repeat": repeat}, command)
         with folder.events_writer() as writer:
-            events = play(folder, writer)
+            events, machine = play(folder, writer)
     finish_run(folder, events, {"engine": config_json["engine"], "sampler": config_json["sampler"],
-                                "policy": cfg.policy})
+                                "policy": cfg.policy}, machine=machine)
     return run_dir
 
 

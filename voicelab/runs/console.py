@@ -17,12 +17,16 @@ from itertools import groupby
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from voicelab.measure.expectations import cell_text
 from voicelab.measure.figure import Figure
 from voicelab.measure.figure_views import Flag, Narrow, Overall, Part, Wide
 from voicelab.measure.figures import parts_of, views
+from voicelab.measure.machine_load import BUSY, machine_text, verdict_of
+
+BUSY_MARK = " (busy machine)"  # after a busy run's column header
 
 
 def fmt(x: Any, nd: int = 0) -> str:
@@ -171,6 +175,8 @@ def _overall_cell(s: Mapping[str, Any], o: Overall) -> str:
         return "—" if v is None else f"{fmt(v)} of {fmt(_dig(s, o.n) if o.n else None)}"
     if o.show == "parts":
         return "/".join(fmt(v.get(p)) for p in o.parts) if v else "—"
+    if o.show == "machine":
+        return machine_text(v)
     return fmt(v, o.nd)
 
 
@@ -203,14 +209,34 @@ def print_summary(console: Console, summaries: Sequence[dict[str, Any]], *, wide
         for name in names:
             t.add_column(name, justify="right", overflow="fold")
         for s in summaries:
-            t.add_row(config_label(s), *[v for _, v in summary_figures(s)])
+            t.add_row(config_label(s) + (BUSY_MARK if is_busy(s) else ""), *[v for _, v in summary_figures(s)])
         console.print(t)
+        print_busy(console, summaries)
         return
     t = Table(title="overall (95 % intervals in brackets)", title_justify="left")
     t.add_column("figure", overflow="fold")
     for s in summaries:
-        t.add_column(config_label(s) if len(summaries) > 1 else "value", justify="right", overflow="fold")
+        t.add_column((config_label(s) if len(summaries) > 1 else "value") + (BUSY_MARK if is_busy(s) else ""),
+                     justify="right", overflow="fold")
     columns = [summary_figures(s) for s in summaries]
     for i, (name, _) in enumerate(columns[0] if columns else []):
         t.add_row(name, *[c[i][1] for c in columns])
     console.print(t)
+    print_busy(console, summaries)
+
+
+def is_busy(s: Mapping[str, Any]) -> bool:
+    return verdict_of(s.get("machine")) == BUSY
+
+
+def busy_lines(summaries: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A line per run measured on a busy machine (`voicelab.measure.machine_load`): what it read, and what that
+    means for its figures."""
+    return [f"{s.get('run_id')}: {machine_text(s.get('machine'))}: its figures are slower than the configuration's "
+            "own; rerun on a quiet machine to quote them (docs/metrics.md, how to read a busy run)"
+            for s in summaries if is_busy(s)]
+
+
+def print_busy(console: Console, summaries: Sequence[Mapping[str, Any]]) -> None:
+    for line in busy_lines(summaries):
+        console.print(f"[bold yellow]busy machine[/bold yellow] {escape(line)}", highlight=False)

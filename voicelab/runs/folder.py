@@ -1,6 +1,7 @@
 """The run folder (docs/metrics.md): its layout, and the only code that writes it.
 
-    RUN/config.json        everything needed to repeat the run (package versions, host, command)
+    RUN/config.json        everything needed to repeat the run (package versions, host, command); at the end,
+                           `machine_load`: the machine while the run lasted (`voicelab.measure.machine_load`)
     RUN/events.jsonl       the event rows, appended as they happen (a crash keeps what happened)
     RUN/calls/ID.wav       the recorded call, stereo (left caller, right bot) on the call clock
     RUN/calls/ID.json      the call's ground truth and what it left (context, tool calls, schedule)
@@ -158,6 +159,15 @@ class RunFolder:
                "started_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
         write_json(self.path / CONFIG, out)
         return out
+
+    def add_to_config(self, fields: Mapping[str, Any]) -> None:
+        """config.json with `fields` added (what is known only once the run is over), atomically."""
+        path = self.path / CONFIG
+        try:
+            config = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as e:
+            raise RunFolderError(f"{path}: cannot read the run's config: {e}") from None
+        write_json(path, {**config, **dict(fields)})
 
     def events_writer(self) -> EventWriter:
         """events.jsonl, appended row by row as the call happens."""

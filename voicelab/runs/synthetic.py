@@ -26,6 +26,7 @@ from voicelab.analysis.price import price_summary
 from voicelab.analysis.tables import parquet_tables
 from voicelab.gate import Gate, ShaperParams
 from voicelab.measure.events import Event, EventKind, snapshot_payload
+from voicelab.measure.machine_load import MachineLoad
 from voicelab.measure.metrics import summarize
 from voicelab.measure.truth import Utterance, analyze_run, call_truth_dict
 from voicelab.pcm import SAMPLE_RATE
@@ -358,11 +359,12 @@ class _CallSim:
 
 def write_run(out_dir: str | Path, config: dict[str, Any] | None = None,
               calls: Sequence[ScriptedCall] | None = None, timing: Timing | None = None, seed: int = 0,
-              run_id: str | None = None, finish: bool = True) -> Path:
+              run_id: str | None = None, finish: bool = True, machine: MachineLoad | None = None) -> Path:
     """Write one synthetic run folder, out_dir/<run_id>, and return it.
 
     `config` may give engine, sampler, policy, shaper (ShaperParams fields). With finish=False only the
-    files a crashed run leaves (config.json, events.jsonl, calls/) are written.
+    files a crashed run leaves (config.json, events.jsonl, calls/) are written. `machine`: a made-up reading of
+    the machine's load for its summary (None: not measured, as a run before the probe).
     """
     cfg = {"engine": "diffusion", "sampler": "low_confidence", "policy": "prefix", "shaper": {}}
     cfg.update(config or {})
@@ -386,6 +388,8 @@ def write_run(out_dir: str | Path, config: dict[str, Any] | None = None,
     if finish:
         rows = analyze_run(folder.path)
         summary = {**summarize(events, cfg, truth=rows), "price": price_summary(events, cfg)}
+        if machine is not None:
+            summary["machine"] = machine.to_json()
         folder.write_tables(parquet_tables(folder.path, truth_rows=rows))
         folder.seal(summary)
     return folder.path

@@ -7,7 +7,8 @@ disconnect, an error) calls/<id>.wav (left: the mic as received, `MicRecorder`'s
 audio as sent, `LivePlayout`'s track; both in `voicelab.pipeline.transport`) and calls/<id>.json with the
 caller utterances found on the left channel (`voicelab.measure.live_truth`, logged as caller_speech rows
 too), then `finish_run` seals it with the page's own figures
-(`voicelab.analysis.client_server.client_summary`). A folder whose session never finished (the server was
+(`voicelab.analysis.client_server.client_summary`) and the machine's load while the session lasted
+(`voicelab.runs.machine_probe`, started by the session on its loop). A folder whose session never finished (the server was
 killed) keeps its INCOMPLETE marker.
 
 `page_message` turns the page's measurement messages into event rows: `client_far` (its FAR, the two
@@ -39,6 +40,7 @@ from voicelab.pipeline.config import PipelineConfig
 from voicelab.pipeline.transport.mic_recorder import MicRecorder
 from voicelab.runs.calls import config_record, finish_run
 from voicelab.runs.folder import RunFolder
+from voicelab.runs.machine_probe import MachineProbe
 
 K = EventKind
 MAX_TEXT = 400  # a page's user agent is kept to this many characters
@@ -71,6 +73,7 @@ class LiveRecording:
         self.engine: EngineLike | None = None
         self.user_agent: str | None = None
         self.summary: dict[str, Any] | None = None
+        self.probe: MachineProbe | None = None
         self.write_config()
 
     @classmethod
@@ -84,6 +87,12 @@ class LiveRecording:
     def write_config(self) -> None:
         self.folder.write_config(live_config(self.cfg, self.session_id, self.engine, self.user_agent),
                                  ["voicelab", "serve"])
+
+    def watch_machine(self) -> None:
+        """Start the machine probe on the running loop (the session's); `close` stops it and the summary gets its
+        reading (`voicelab.runs.machine_probe`)."""
+        self.probe = MachineProbe()
+        self.probe.start()
 
     def set_engine(self, engine: EngineLike | None) -> None:
         if engine is not None and engine is not self.engine:
@@ -100,6 +109,8 @@ class LiveRecording:
         A failure is logged, not raised (the session is ending anyway); the folder then stays INCOMPLETE."""
         if self.summary is not None:
             return
+        if self.probe is not None:
+            self.probe.stop()
         try:
             mic_track, mic_end = (mic.track, mic.end) if mic is not None else (None, 0)
             utts = self.log_caller_speech(log, mic_track, mic_end)
@@ -135,7 +146,8 @@ class LiveRecording:
         self.summary = finish_run(self.folder, events,
                                   {"engine": self.cfg.engine_label(), "sampler": self.cfg.sampler,
                                    "policy": self.cfg.policy, "live": True},
-                                  extra=client_summary(events))
+                                  extra=client_summary(events),
+                                  machine=None if self.probe is None else self.probe.load())
         return self.summary
 
 

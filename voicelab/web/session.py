@@ -141,6 +141,7 @@ class Session:
             if self.runs_dir is not None:
                 self.recording = LiveRecording.create(self.runs_dir, self.cfg, self.pc_id)
                 self.log.writer = self.recording.writer  # events.jsonl row by row, from the first
+                self.recording.watch_machine()  # the loop's lag and others' CPU while the session lasts
             self._worker = await self._factory(self, transport)
             if self.recording is not None:
                 self.recording.set_engine(self.engine)
