@@ -29,8 +29,9 @@ from voicelab.call.line import line_summary
 from voicelab.call.listening import as_script, listening_options, load_scenarios, task_outcome, task_summary
 from voicelab.call.pacing import LINE_RATE
 from voicelab.call.readback import ReadBack, Recognizer, read_back, score_reply_words
-from voicelab.call.reply_spans import reply_spans, silence_stops, talk_over_ms
+from voicelab.call.reply_spans import reply_spans, reply_turn, silence_stops, talk_over_ms
 from voicelab.fixtures.format import Fixture, load_fixture, select
+from voicelab.measure.audio_gaps import gaps as audio_gaps
 from voicelab.measure.events import Event, EventKind, EventWriter, read_events
 from voicelab.measure.figures import SummaryData, line_columns, line_not_measured
 from voicelab.measure.figures import summary as figure_summary
@@ -132,6 +133,15 @@ def _after_call_rows(result: CallResult, rule: BargeInRule) -> list[Event]:
     return out
 
 
+def _gaps_per_turn(result: CallResult) -> dict[int, int]:
+    """The agent's audio gaps counted for the caller turn whose reply they fall in (-1: the greeting)."""
+    out: dict[int, int] = {}
+    for g in audio_gaps(result.stereo[:, 1], LINE_RATE):
+        turn = reply_turn(result.said, g.start_s)
+        out[turn] = out.get(turn, 0) + 1
+    return out
+
+
 def _call_meta(result: CallResult, readback: list[ReadBack] | None, url: str) -> dict[str, Any]:
     fx = result.fixture
     truth = call_truth_dict(result.call_id, [
@@ -148,6 +158,7 @@ def _call_meta(result: CallResult, readback: list[ReadBack] | None, url: str) ->
         "schedule": [{"turn": c.turn, "start_s": round(c.start_s, 3), "reason": c.reason, "note": c.note}
                      for c in result.scheduler.scheduled()],
         "talk_over_ms": {str(k): v for k, v in talk_over_ms(bot, LINE_RATE, result.said).items()},
+        "audio_gaps": [{"start_s": round(g.start_s, 3), "ms": g.ms} for g in audio_gaps(bot, LINE_RATE)],
         "line": line_summary([result.line]),
         "readback": None if readback is None else [r.to_dict() for r in readback],
         "scenario": task_outcome(result),
@@ -172,6 +183,7 @@ def _turn_rows(events: list[Event], results: Sequence[CallResult],
         r = by_id.get(row["call_id"])
         over = talk_over_ms(r.stereo[:, 1], LINE_RATE, r.said) if r is not None else {}
         row["talk_over_ms"] = over.get(row["turn"])
+        row["audio_gaps"] = _gaps_per_turn(r).get(row["turn"], 0) if r is not None else None
         rb = next((b for b in (readbacks or {}).get(row["call_id"], []) if b.turn == row["turn"]), None)
         row["readback_text"] = None if rb is None else rb.text
         row["answer_text"] = None if rb is None else rb.text
@@ -220,6 +232,7 @@ def line_run_summary(events: list[Event], rows: list[dict[str, Any]], results: S
                                 "grace_ms": rule.grace_ms}
     s["line"] = line_summary([r.line for r in results])
     s["calls_failed"] = sum(1 for r in results if r.failure)
+    s["audio_gaps"] = sum(len(audio_gaps(r.stereo[:, 1], LINE_RATE)) for r in results)
     s["failures"] = [f"{r.call_id}: {r.url}: {r.failure}" for r in results if r.failure]
     s["tasks"] = task_summary(results)  # scenario calls' outcomes (done, not done, gave up); None: none listened
     return s

@@ -389,10 +389,19 @@ _CATALOGUE: list[Figure] = [
            views=(Narrow("heard", 6, overflow="fold", show="text", optional=True), ReportLineTurn(12))),
     Figure("false_barge_in_by", "label", "", "what showed the false barge-in: the agent's clear, or its silence",
            "the line run (voicelab.call.line_run)", line="recording", views=(ReportLineTurn(10),)),
+    Figure("audio_gaps", "count", "lower", "cuts to silence of 150-400 ms inside the agent's reply to this turn, as lost "
+                                          "packets sound (voicelab.measure.audio_gaps)",
+           "the line run (voicelab.call.line_run)", line="recording",
+           summary=(Summary("audio_gaps", "count in the agent's audio over the calls, the greeting's included (set by "
+                                          "the line run)", None, 96),),
+           views=(Flag("audio gaps", 11, when="positive"),)),
     # figures of summary.json only
     Figure("calls", "count", "", "calls in the run",
            summary=(Summary("calls", "count", lambda s: len({e.call_id for e in s.events}), 10),), line=_EVENTS,
            views=(ReportSummary("calls", 0, "calls"),)),
+    Figure("calls_failed", "count", "lower", "calls that failed on the line: refused, hung up mid-call, never answered, "
+                                             "past their limit (set by the line run, which lists them in `failures`)",
+           summary=(Summary("calls_failed", "count (set by the line run)", None, 12),), line="recording"),
     Figure("turns", "count", "", "caller utterances in the run",
            summary=(Summary("turns", "count", lambda s: len(s.rows), 11),), line=_EVENTS,
            views=(Overall("turns", 0, "turns"), ReportSummary("turns", 1, "turns"))),

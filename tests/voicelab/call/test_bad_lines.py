@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import csv
 import json
 from pathlib import Path
 
@@ -145,11 +146,27 @@ def test_good_calls_through_the_command_repeated_and_concurrent(tmp_path: Path) 
     assert sorted(p.name for p in (run / "calls").glob("*.wav")) == ["r1-00-single_question.wav",
                                                                      "r2-00-single_question.wav"]
     assert summary["false_cut_ins"] is None and "stt_wer" in summary["not_measured"]
+    assert summary["calls_failed"] == 0 and summary["audio_gaps"] == 0
     assert summary["truth"]["far_abs_diff_ms_p95"] is not None and summary["truth"]["far_abs_diff_ms_p95"] <= 20
     config = json.loads((run / "config.json").read_text())
     assert config["headers"] == ["X-Token"] and "abc" not in json.dumps(config)
     for table in ("events", "turns", "chunks"):
         assert (run / f"{table}.parquet").is_file()
+
+
+@pytest.mark.slow
+def test_a_reply_with_lost_packets_has_audio_gaps(tmp_path: Path) -> None:
+    """200 ms of silence in the middle of the 2 s reply is one gap, counted for the turn it answers."""
+    with serving(ToneAgent(reply_s=2.0, gap_ms=200)) as url:
+        code, _, err, run = _run(url, tmp_path)
+    assert code == 0, err
+    assert run is not None
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["audio_gaps"] == 1
+    meta = json.loads(next((run / "calls").glob("*.json")).read_text())
+    assert [round(g["ms"]) for g in meta["audio_gaps"]] == [200]  # a sample near zero beside it may join it
+    rows = list(csv.DictReader((run / "turns.csv").open()))
+    assert [r["audio_gaps"] for r in rows] == ["1"]
 
 
 def test_bad_arguments_are_one_line(tmp_path: Path) -> None:

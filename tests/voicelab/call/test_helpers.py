@@ -45,10 +45,11 @@ async def read_start(ws: ServerConnection) -> str:
 class ToneAgent:
     def __init__(self, greeting_s: float = 0.6, reply_s: float = 1.0, burst: bool = True,
                  clear_after_ms: float | None = 200.0, resume_after_ms: float | None = None,
-                 reply_after_ms: float = 400.0) -> None:
+                 reply_after_ms: float = 400.0, gap_ms: float | None = None) -> None:
         self.greeting_s, self.reply_s, self.burst, self.clear_after_ms = greeting_s, reply_s, burst, clear_after_ms
         self.resume_after_ms = resume_after_ms  # after a clear, send the rest this long later: a pause, not a stop
         self.reply_after_ms = reply_after_ms  # the caller's silence before a reply
+        self.gap_ms = gap_ms  # silence this long in the middle of every reply (packets lost)
         self.received: list[dict[str, Any]] = []
 
     async def __call__(self, ws: ServerConnection) -> None:
@@ -60,6 +61,9 @@ class ToneAgent:
 
         async def say(seconds: float, name: str) -> float:
             audio = tone(seconds)
+            if self.gap_ms is not None and name.startswith("reply"):  # µ-law 0xFF is silence
+                mid, n = len(audio) // 2, round(8 * self.gap_ms)
+                audio = audio[:mid] + b"\xff" * n + audio[mid + n:]
             if self.burst:
                 await ws.send(media(sid, audio))
             else:
