@@ -94,3 +94,25 @@ def end_instant(scores: Sequence[float | None], policy: ListenPolicy, step_ms: i
         if rule.scored(k, p):
             return k
     return None
+
+
+# the phone calls' setting at 5 % false cut-offs in the eot mode (benchmarks/results/turn_bench_eot): fitted on
+# that group only (docs/turn-bench.md)
+DEFAULT_POLICY = ListenPolicy(threshold=0.85, action_delay_ms=700, timeout_ms=1500)
+
+
+def parse_policy(arg: str) -> ListenPolicy:
+    """A policy from `THRESHOLD:ACTION_DELAY_MS:TIMEOUT_MS` ('' for `DEFAULT_POLICY`); the delays on the grid."""
+    if not arg:
+        return DEFAULT_POLICY
+    parts = arg.split(":")
+    if len(parts) != 3:
+        raise ListenPolicyError(f"'{arg}': expected THRESHOLD:ACTION_DELAY_MS:TIMEOUT_MS, e.g. 0.85:700:1500")
+    try:
+        threshold, delay, timeout = float(parts[0]), int(parts[1]), int(parts[2])
+    except ValueError:
+        raise ListenPolicyError(f"'{arg}': expected a probability and two whole milliseconds") from None
+    if delay % STEP_MS or timeout % STEP_MS:
+        raise ListenPolicyError(f"'{arg}': the action delay and the timeout are multiples of {STEP_MS} ms "
+                                "(the scoring grid)")
+    return ListenPolicy(threshold, delay, timeout)

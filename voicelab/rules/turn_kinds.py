@@ -29,6 +29,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from voicelab.rules.listen_through import ListenPolicyError, parse_policy
+
 SMART_TURN = "smart_turn"  # smart-turn v3's ONNX session (`TurnModels.smart_turn_session`)
 DECISION = "decision"  # the tiny decision model (`engines.decision.model`), one per configuration or pool
 INTERRUPTION_JUDGE = "interruption_judge"  # the pause barge-in's judge (`TurnModels.interruption_judge`)
@@ -138,6 +140,15 @@ def parse_turn(spec: str) -> TurnSpec:
     return TurnSpec(name, kind.parse(spec, arg))
 
 
+def listen_argument(spec: str, arg: str) -> None:
+    """`listen[:THRESHOLD:ACTION_DELAY_MS:TIMEOUT_MS]`: checked here, read by the kind's factory (no silence)."""
+    try:
+        parse_policy(arg)
+    except ListenPolicyError as e:
+        raise TurnSpecError(f"turn: '{spec}': {e}") from None
+
+
+_LISTEN = "voicelab.pipeline.turns.listen_through_strategy"
 _FACTORY = "voicelab.pipeline.turns.factory"
 _REPLAY = "voicelab.turnbench.replay"
 
@@ -152,6 +163,9 @@ TURN_KINDS: dict[str, TurnKind] = {k.name: k for k in (
              f"{_FACTORY}:decide_stop", f"{_REPLAY}:decide_replays"),
     TurnKind("fuse", "fuse (the same scores weighed by fitted weights, voicelab.rules.turn_fusion)", no_argument,
              frozenset({SMART_TURN, DECISION}), f"{_FACTORY}:fuse_stop", f"{_REPLAY}:FusedReplay"),
+    TurnKind("listen", "listen[:P:DELAY_MS:TIMEOUT_MS] (smart-turn re-run every 100 ms of silence after the VAD "
+                       "stop: end once P(complete) >= P after DELAY_MS, or at TIMEOUT_MS; default 0.85:700:1500)",
+             listen_argument, frozenset({SMART_TURN}), f"{_LISTEN}:listen_stop", f"{_LISTEN}:ListenReplay"),
 )}
 # the order is that of the help and of the bench's rows; the default, `decide`, is PipelineConfig.turn's
 

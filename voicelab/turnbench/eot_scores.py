@@ -16,6 +16,7 @@ changed is scored again.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -26,8 +27,9 @@ import numpy as np
 from voicelab.pcm import as_heard
 from voicelab.rules.listen_through import STEP_MS
 from voicelab.turnbench.audio import SR, CaseAudio
-from voicelab.turnbench.eot import ScoredCase, SilenceSpan, spans_of
-from voicelab.turnbench.scores import MAX_SMART_S, Models
+from voicelab.turnbench.eot import END_SCORED_MS, ScoredCase, SilenceSpan, spans_of
+from voicelab.turnbench.replay import DEFAULT_VAD, FRAME_S
+from voicelab.turnbench.scores import MAX_SMART_S, PRE_SPEECH_S, Models, cached, rescore_words
 
 EOT_SCORER_VERSION = 1
 
@@ -114,3 +116,59 @@ def score_refs(refs: Sequence[Any], cache: Path, threads: int = 2,
         if progress is not None and (i + 1) % 25 == 0:
             progress(f"{i + 1}/{len(turns)} cases scored through their silences ({time.monotonic() - t0:.0f} s)")
     return out
+
+
+__all__ = ["Models", "cached", "cached_listen", "cached_scores", "listen_scores", "rescore_words", "score_refs",
+           "score_spans"]  # the bench's heavy half, imported in one place
+
+LISTEN_VERSION = 1
+
+
+def listen_scores(models: Models, audio: np.ndarray, starts: Sequence[float], stops: Sequence[float],
+                  stop_secs: float = DEFAULT_VAD.stop_secs) -> list[np.ndarray]:
+    """What `--turn listen` scores live, per stop of the default VAD: smart-turn on the window pipecat's
+    analyzer holds (from the turn's first VAD start minus `pre_speech_ms` and `start_secs`, to the instant, its
+    last 8 s) at each grid instant of the silence from the first one at or after the stop (counted from the
+    estimated speech end, the stop minus `stop_secs`) until the VAD starts again or `END_SCORED_MS`."""
+    heard = as_heard(audio)
+    smart = models.smart()
+    out = []
+    k0 = max(1, math.ceil(round(stop_secs * 1000.0, 6) / STEP_MS))
+    for t_stop in stops:
+        first = next((s for s in starts if s < t_stop), None)
+        nxt = next((s for s in starts if s > t_stop), math.inf)
+        ps: list[float] = []
+        if first is not None:
+            # its window opens `pre_speech_ms` and `start_secs` before the first frame appended as speech, the
+            # frame after the one that started the VAD
+            a0 = max(0, round((first + FRAME_S - PRE_SPEECH_S - DEFAULT_VAD.start_secs) * SR))
+            speech_end = t_stop - stop_secs
+            for k in range(k0, END_SCORED_MS // STEP_MS + 1):
+                t = speech_end + k * STEP_MS / 1000.0
+                if t >= nxt:
+                    break
+                # the analyzer holds the frames appended by then: at the stop, the stop's own frame; at a later
+                # instant, the frames completed before it (the one ending at the instant is not in yet)
+                end = t if k == k0 else t - FRAME_S
+                seg = _window(heard, end)
+                seg = seg[max(0, seg.size - (round(end * SR) - a0)):]  # not before the analyzer's window opens
+                ps.append(float(smart._predict_endpoint(seg)["probability"]))
+        out.append(np.asarray(ps, dtype=np.float32))
+    return out
+
+
+def cached_listen(root: Path, key: str, models: Models, make: Callable[[], CaseAudio],
+                  starts: Sequence[float], stops: Sequence[float]) -> list[np.ndarray]:
+    """`listen_scores` of a case from the cache under `key` (scored first on a miss or when its stops changed)."""
+    path = root / f"listen-v{LISTEN_VERSION}" / f"{key.replace('/', '_')}.npz"
+    want = [round(float(t), 4) for t in stops]
+    if path.is_file():
+        with np.load(path, allow_pickle=False) as z:
+            if json.loads(str(z["doc"]))["stops"] == want:
+                return [z[f"s{i}"] for i in range(len(want))]
+    scores = listen_scores(models, make().audio, starts, stops)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.stem + ".tmp.npz")
+    np.savez_compressed(tmp, doc=np.asarray(json.dumps({"stops": want})), **{f"s{i}": s for i, s in enumerate(scores)})
+    tmp.replace(path)
+    return scores

@@ -164,6 +164,8 @@ class Trace:
     stops: list[StopScores]  # at each stop of the default VAD, in order
     starts: list[float] = field(default_factory=list)  # the default VAD's starts
     meta: dict[str, object] = field(default_factory=dict)
+    # per stop: smart-turn at each 100 ms of the silence after it (`--turn listen`; eot_scores.listen_scores)
+    listen: list[np.ndarray] | None = None
 
 
 class Strategy(Protocol):
@@ -329,7 +331,8 @@ def trace_of(doc: dict[str, Any], group: str | None = None) -> Trace:
     flags = speaking(doc["conf"], doc["vol"])
     stops = [StopScores(**{k: v for k, v in s.items() if k != "avg_logprob"}) for s in doc["stops"]]
     return Trace(doc["id"], group or doc["group"], float(doc["duration_s"]), flags,
-                 [Point(**p) for p in doc["points"]], stops, list(doc["starts"]), dict(doc["meta"]))
+                 [Point(**p) for p in doc["points"]], stops, list(doc["starts"]), dict(doc["meta"]),
+                 None if doc.get("listen") is None else [np.asarray(x, np.float32) for x in doc["listen"]])
 
 
 def builtin_strategies() -> list[Strategy]:

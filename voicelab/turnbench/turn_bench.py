@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from engines.errors import CheckpointError
 from voicelab.fixtures.format import FIXTURES_ROOT, discover, list_names, select
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.turnbench import curve as cv
@@ -141,13 +142,15 @@ def load_scores(refs: Sequence[CaseRef], cache: Path, threads: int = 2,
     """The cached scores of every case (computing the missing ones), with the decision model's verdicts on the
     cached readings asked of the shipped model, or of the model in `decision` (`scores.rescore_words`)."""
     # the heavy half: pipecat, onnxruntime, torch
-    from voicelab.turnbench.scores import Models, cached, rescore_words
+    from voicelab.turnbench.eot_scores import Models, cached, cached_listen, rescore_words
 
     models = Models(threads)
     out = []
     t0 = time.monotonic()
     for i, r in enumerate(refs):
         doc = cached(cache, r.key, r.kind, models, r.make)
+        if r.kind == "turn":  # `--turn listen`'s scores through each silence (cached on their own)
+            doc["listen"] = cached_listen(cache, r.key, models, r.make, doc["starts"], [s["t_s"] for s in doc["stops"]])
         if r.points is not None:
             doc["points"] = [p.__dict__ for p in r.points]
             doc["meta"] = r.meta
@@ -157,8 +160,6 @@ def load_scores(refs: Sequence[CaseRef], cache: Path, threads: int = 2,
             progress(f"{i + 1}/{len(refs)} cases scored ({time.monotonic() - t0:.0f} s)")
     # the decision model's verdicts are asked anew on every load (a few ms a reading): the cache keeps the
     # readings, so a retrained model is benched without a cache fill and a stale verdict is never read
-    from engines.errors import CheckpointError
-
     try:
         rescore_words(out, decision)
     except (CheckpointError, OSError, ValueError) as e:

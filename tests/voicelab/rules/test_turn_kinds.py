@@ -60,7 +60,7 @@ def toy() -> Iterator[turn_kinds.TurnKind]:
 
 
 def test_the_tables_hold_the_kinds_and_their_help() -> None:
-    assert list(TURN_KINDS) == ["timeout", "smart", "decide", "fuse"]  # the bench's row order
+    assert list(TURN_KINDS) == ["timeout", "smart", "decide", "fuse", "listen"]  # the bench's row order
     assert list(BARGE_IN_KINDS) == ["pause", "vad", "words"]
     assert all(k.help in turn_kinds.turn_help() for k in TURN_KINDS.values())
     assert PipelineConfig(turn="decide").turn_spec() == TurnSpec("decide")
@@ -73,7 +73,7 @@ def test_the_tables_hold_the_kinds_and_their_help() -> None:
 
 def test_a_kind_s_own_replay_is_named_as_the_kind() -> None:
     assert [r.name for k in TURN_KINDS.values() for r in k.bench_replays()] == [
-        "timeout", "smart", "decide", "decide+early", "fuse"]  # the bench's rows, in order
+        "timeout", "smart", "decide", "decide+early", "fuse", "listen"]  # the bench's rows, in order
     with pytest.raises(ValueError, match="must be named 'toy2'"):
         replace(TOY, name="toy2").bench_replays()
 
@@ -140,7 +140,7 @@ def test_voicelab_bench_turns_rows_include_the_toy(toy: turn_kinds.TurnKind, mon
     res = CliRunner().invoke(_app(), ["bench-turns", "--json", "--resamples", "0"])
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)
-    assert [r["strategy"] for r in rows] == ["timeout", "smart", "decide", "decide+early", "fuse", "toy"]
+    assert [r["strategy"] for r in rows] == ["timeout", "smart", "decide", "decide+early", "fuse", "listen", "toy"]
     toy_row = rows[-1]
     assert toy_row["knob"] == "silence_ms" and toy_row["pauses"] == 6 and toy_row["ends"] == 6
 
@@ -267,3 +267,14 @@ def test_the_barge_in_adapter_and_bench_share_the_paused_bot() -> None:
     assert bot.caller_speaking
     bot.onset_quiet(turn_vad_speaking=False)
     assert not bot.caller_speaking
+
+
+def test_the_listen_kind_builds_its_strategy_from_the_spec() -> None:
+    from voicelab.pipeline.turns.listen_through_strategy import ListenThroughStopStrategy
+    from voicelab.rules.listen_through import ListenPolicy
+
+    cfg = PipelineConfig(turn="listen:0.6:300:2000", barge_in="vad")
+    (stop,) = turn_strategies(cfg).stop
+    assert isinstance(stop, ListenThroughStopStrategy) and stop.rule.policy == ListenPolicy(0.6, 300, 2000)
+    assert stop._analyzer._params.stop_secs == 3.0  # smart-turn's own fallback past the policy's timeout
+    assert TURN_KINDS["listen"].models == {turn_kinds.SMART_TURN}

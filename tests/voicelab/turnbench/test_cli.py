@@ -47,6 +47,8 @@ def _turn_doc(i: int, audio_p: float, text_p: float, pause_s: float) -> dict[str
     return {"id": f"g{i}", "group": "generated", "kind": "turn", "duration_s": 9.0,
             "meta": {"kind": "complete" if i % 2 else "content"},
             "conf": conf, "vol": np.ones(n), "starts": [e.t_s for e in ev if e.kind == "start"], "stops": stops,
+            # `--turn listen`'s scores after each stop: rising through the silence from the stop's own P
+            "listen": [np.clip(audio_p + 0.03 * np.arange(29), 0, 1).astype(np.float32) for _ in stops],
             "points": [{"kind": "pause", "t_s": b * WINDOW_S, "resume_s": c * WINDOW_S},
                        {"kind": "end", "t_s": (c + int(1 / WINDOW_S)) * WINDOW_S, "resume_s": None}]}
 
@@ -65,7 +67,7 @@ def test_bench_turns_json_and_out(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     res = CliRunner().invoke(_app(), ["bench-turns", "--json", "--resamples", "50", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)
-    assert [r["strategy"] for r in rows] == ["timeout", "smart", "decide", "decide+early", "fuse"]
+    assert [r["strategy"] for r in rows] == ["timeout", "smart", "decide", "decide+early", "fuse", "listen"]
     for r in rows:
         assert r["cases"] == 80 and r["pauses"] == 40 and r["ends"] == 40
         assert set(r["dead_air_p50_ms_at"]) == set(r["dead_air_p95_ms_at"]) == {"1%", "2%", "5%", "10%"}

@@ -148,3 +148,32 @@ def test_paired_ratio_of_a_strategy_over_itself_is_one() -> None:
     r = eot.paired_ratio(model, silence, 0.10, resamples=100)
     want = eot.operating_points(model)["latency_ms_at"]["10%"] / eot.operating_points(silence)["latency_ms_at"]["10%"]
     assert r["ratio"] == pytest.approx(want, abs=0.01)
+
+
+def test_the_listen_kind_s_spec_is_its_policy() -> None:
+    from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
+    from voicelab.rules.listen_through import DEFAULT_POLICY, parse_policy
+
+    assert parse_policy("") == DEFAULT_POLICY
+    assert parse_policy("0.5:200:3000") == ListenPolicy(0.5, 200, 3000)
+    assert PipelineConfig(turn="listen:0.5:200:3000").turn_spec().kind == "listen"
+    for bad in ("listen:0.5", "listen:0.5:250:3000", "listen:2:200:3000", "listen:0.5:900:500", "listen:a:b:c"):
+        with pytest.raises(PipelineConfigError, match="turn: 'listen"):
+            PipelineConfig(turn=bad)
+
+
+def test_the_listen_replay_ends_at_the_rule_s_instant_unless_the_caller_goes_on() -> None:
+    from types import SimpleNamespace
+
+    from voicelab.pipeline.turns.listen_through_strategy import ListenReplay
+
+    stop = SimpleNamespace(t_s=2.0, smart_ms=60.0)  # the VAD stop: speech ended at 1.8 s
+    pol = ListenPolicy(0.5, 500, 1500)
+    rising = np.asarray([0.1, 0.2, 0.6, 0.7, 0.9], np.float32)  # at 200, 300, 400, 500, 600 ms of silence
+    trace = SimpleNamespace(id="c", stops=[stop], starts=[0.5], listen=[rising])
+    replay = ListenReplay(policy=pol)
+    assert replay.declarations(trace, 0.5, False) == pytest.approx([1.8 + 0.5])  # reached at 400, acted at 500
+    assert replay.declarations(trace, 0.95, False) == pytest.approx([1.8 + 1.5])  # never reached: the timeout
+    assert replay.declarations(trace, 0.5, True) == pytest.approx([1.8 + 0.5 + 0.06])
+    went_on = SimpleNamespace(id="c", stops=[stop], starts=[0.5, 2.25], listen=[rising[:2]])
+    assert replay.declarations(went_on, 0.5, False) == []

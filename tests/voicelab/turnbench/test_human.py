@@ -153,9 +153,9 @@ def test_json_rows_per_group_and_group_option(monkeypatch: pytest.MonkeyPatch, t
     res = CliRunner().invoke(_app(), ["bench-turns", "--json", "--resamples", "20", "--out", str(tmp_path)])
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)
-    assert [(r["group"], r["strategy"]) for r in rows][:6] == [
+    assert [(r["group"], r["strategy"]) for r in rows][:7] == [
         ("generated", "timeout"), ("generated", "smart"), ("generated", "decide"), ("generated", "decide+early"),
-        ("generated", "fuse"),
+        ("generated", "fuse"), ("generated", "listen"),
         ("human", "timeout")]
     assert all(r["pauses"] == 15 and r["ends"] == 15 and r["dead_air_p50_ms_ci_at"] for r in rows)
     assert (tmp_path / "turn_bench.png").stat().st_size > 10_000

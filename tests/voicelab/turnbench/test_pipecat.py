@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 from pipecat.audio.turn.base_turn_analyzer import EndOfTurnState
 from pipecat.audio.turn.smart_turn import base_smart_turn
+from pipecat.audio.turn.smart_turn.base_smart_turn import SmartTurnParams
 from pipecat.audio.vad.silero import SileroVADAnalyzer
 from pipecat.audio.vad.vad_analyzer import VADParams, VADState
 from pipecat.frames.frames import (
@@ -40,9 +41,11 @@ from pipecat.turns.user_stop.turn_analyzer_user_turn_stop_strategy import TurnAn
 from engines.decision.model import Decision
 from tests.virtual_loop import VirtualLoop, started
 from voicelab.pcm import to_int16
-from voicelab.pipeline.turns import turn_end_strategy
+from voicelab.pipeline.turns import listen_through_strategy, turn_end_strategy
+from voicelab.pipeline.turns.listen_through_strategy import ListenReplay, ListenThroughStopStrategy
 from voicelab.pipeline.turns.turn_end_strategy import DecideTurnEndStopStrategy
 from voicelab.pipeline.turns.turn_models import SharedSmartTurnAnalyzer
+from voicelab.rules.listen_through import ListenPolicy
 from voicelab.turnbench.audio import render_turn
 from voicelab.turnbench.cases import load_corpus
 from voicelab.turnbench.replay import DecideTurnEndReplay, SmartReplay, TimeoutReplay, Trace
@@ -99,6 +102,7 @@ def _play(audio: np.ndarray, make: Any, stop_secs: float, transcript: bool,
     clock = SimpleNamespace(monotonic=loop.time, perf_counter=time.perf_counter, time=time.time)
     monkeypatch.setattr(base_smart_turn, "time", clock)
     monkeypatch.setattr(turn_end_strategy, "time", clock)
+    monkeypatch.setattr(listen_through_strategy, "time", clock)
 
     async def inline(f: Any, *args: Any) -> Any:
         return f(*args)
@@ -176,3 +180,51 @@ def test_the_replay_ends_turns_when_the_real_strategies_do(cases: list[tuple[Any
                 assert real == pytest.approx(first, abs=0.025), (audio.id, strategy.name, value, real, first)
                 checked += 1
     assert checked >= 3 * len(cases)
+
+
+def audio_id(trace: Trace) -> str:
+    return trace.id
+
+
+def _run_scores(trace: Trace) -> list[np.ndarray]:
+    """Per VAD stop, the probabilities the strategy's own passes gave at the instants of its silence (the
+    replay is fed these: the rule and the clock are what is compared), each window checked to be the one the
+    bench scores (`eot_scores.listen_scores`)."""
+    out = []
+    for s in trace.stops:
+        speech_end = s.t_s - 0.2
+        nxt = next((t for t in trace.starts if t > s.t_s), float("inf"))
+        ps = []
+        for k in range(2, 31):
+            t = speech_end + k * 0.1
+            at = [c for c in InlineSmartTurn.calls if abs(c[0] - t) < 0.005]
+            if t >= nxt or not at:
+                break
+            end = t if k == 2 else t - 0.02  # at later instants the frame ending then is mostly not in yet
+            want = min(round((end - trace.starts[0] - 0.02 + 0.7) * 16000), 8 * 16000)
+            assert abs(at[0][1] - want) <= 320, (audio_id(trace), t, at[0][1], want)  # one frame: clock ties
+            ps.append(at[0][2])
+        out.append(np.asarray(ps, np.float32))
+    return out
+
+
+@pytest.mark.slow
+def test_listen_replay_ends_turns_when_the_strategy_does(cases: list[tuple[Any, Trace]],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    models = Models()
+    checked = 0
+    for policy in (ListenPolicy(0.5, 300, 1500), ListenPolicy(0.95, 700, 1000)):
+        for audio, trace in cases:
+            InlineSmartTurn.calls = []
+            real = _play(audio.audio, lambda policy=policy: ListenThroughStopStrategy(
+                analyzer=InlineSmartTurn(models._tm().smart_turn_session(),
+                                         params=SmartTurnParams(stop_secs=policy.timeout_ms / 1000 + 1)),
+                policy=policy), 0.2, False, monkeypatch)
+            replayed = ListenReplay(policy=policy).declarations(replace(trace, listen=_run_scores(trace)),
+                                                                policy.threshold, False)
+            first = replayed[0] if replayed else None
+            assert (real is None) == (first is None), (audio.id, policy, real, first)
+            if real is not None:
+                assert real == pytest.approx(first, abs=0.005), (audio.id, policy, real, first)
+                checked += 1
+    assert checked >= len(cases)
