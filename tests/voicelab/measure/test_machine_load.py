@@ -93,7 +93,7 @@ def test_shares_stay_between_zero_and_one(d_total: int, d_busy: int, d_own: int,
         return
     assert use is not None
     assert 0.0 <= use.others <= 1.0 and 0.0 <= use.own <= 1.0
-    assert use.others + use.own <= 1.0 + 1e-9 or use.others == 0.0
+    assert use.others + use.own <= 1.0 + 1e-9
 
 
 # ---- the loop's lag ---------------------------------------------------------------------------------------------
