@@ -187,14 +187,23 @@ def heldout_examples(n: int, train_n: int = corpus.TRAIN_N, corpus_seed: int = c
                                                            twins))
 
 
+def validation_examples(n: int) -> list[corpus.Example]:
+    """The split that picks a training stage: held-out combinations of the corpus drawn wider than any shipped
+    training (callers' names beyond the shop's 40, requests that go on after their slots, added words), from its
+    own seed. It is drawn from the corpus generator only: the unseen-caller set's prompts, names and extra words
+    never enter it, so the unseen set is read once, after a stage is picked."""
+    return heldout_examples(n, heldout_seed=2, open_names=0.5, tails=0.25)
+
+
 def main(argv: list[str] | None = None) -> None:
     from engines.local.engine import open_engine
 
     ap = argparse.ArgumentParser(description="Evaluate an engine on held-out, out-of-domain or given prompts.")
     ap.add_argument("--model", default="diffusion")
     ap.add_argument("--sampler", default=None)
-    ap.add_argument("--set", choices=("heldout", "ood", "unseen", "both", "all"), default="all",
-                    help="both: held-out and out-of-domain; all: those and the unseen-caller set")
+    ap.add_argument("--set", choices=("heldout", "ood", "unseen", "both", "all", "val"), default="all",
+                    help="both: held-out and out-of-domain; all: those and the unseen-caller set; val: the "
+                         "validation split that picks training stages (never the unseen set)")
     ap.add_argument("--n", type=int, default=500, help="held-out prompts")
     ap.add_argument("--ood-garbled", type=int, default=120, help="garbled requests in the out-of-domain set")
     ap.add_argument("--prompts", type=Path, default=None, help="JSON-lines prompt file (instead of the sets)")
@@ -215,6 +224,8 @@ def main(argv: list[str] | None = None) -> None:
         sets = {}
         if a.set in ("heldout", "both", "all"):
             sets["heldout"] = heldout_prompts(heldout_examples(a.n))
+        if a.set == "val":
+            sets["val"] = heldout_prompts(validation_examples(a.n))
         if a.set in ("unseen", "all"):
             sets["unseen"] = unseen_set()
         if a.set in ("ood", "both", "all"):

@@ -97,7 +97,7 @@ def ar_loss(model: LLaDAModel, ids: torch.Tensor, pad: torch.Tensor, P: int, ale
     ids, pad = ids[:, : P + L], pad[:, : P + L]
     logits = model(ids, pad_mask=pad)[:, P - 1:-1]  # position p-1 predicts token p
     target = ids[:, P:]
-    keep = torch.arange(L)[None, :] < alen[:, None]  # the answer and its first EOS only
+    keep = torch.arange(L, device=alen.device)[None, :] < alen[:, None]  # the answer and its first EOS only
     return F.cross_entropy(logits[keep], target[keep])
 
 
@@ -105,8 +105,9 @@ def diffusion_loss(model: LLaDAModel, ids: torch.Tensor, pad: torch.Tensor, P: i
                    mask_id: int) -> torch.Tensor:
     B, T = ids.shape
     L = T - P
+    # drawn on the CPU generator whatever the device: the same masks on a GPU as on the CPU
     t = torch.rand(B, 1, generator=gen) * (1 - 1e-3) + 1e-3
-    masked = torch.rand(B, L, generator=gen) < t
+    masked = (torch.rand(B, L, generator=gen) < t).to(ids.device)
     x = ids.clone()
     x[:, P:][masked] = mask_id
     logits = model(x, pad_mask=pad)
@@ -121,19 +122,35 @@ def lr_at(step: int, total: int, peak: float, warmup: int = 100) -> float:
 
 
 def run_training(model: LLaDAModel, data: list[Encoded], steps: int, lr: float, batch: int, seed: int,
-                 kind: str, pad_id: int, mask_id: int, log: list[dict], print_every: int = 100) -> None:
+                 kind: str, pad_id: int, mask_id: int, log: list[dict], print_every: int = 100,
+                 state: Path | None = None, resume: bool = False, save_every: int = 100) -> float:
+    """Train in place; returns the seconds trained (earlier sessions' included on resume). With `state`, the
+    model, optimiser, data order and mask draws are saved there every `save_every` steps, so that `resume`
+    continues from the last save exactly where an uninterrupted run would be (a stage may be stopped)."""
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.01)
     r = random.Random(seed)
     # batches of similar prompt length waste less compute on padding
     data = sorted(data, key=lambda e: len(e.prompt))
     gen = torch.Generator().manual_seed(seed)
+    first, before_s = 0, 0.0
+    dev = next(model.parameters()).device
+    if resume and state is not None and state.is_file():
+        saved = torch.load(state, weights_only=False, map_location=dev)
+        model.load_state_dict(saved["model"])
+        opt.load_state_dict(saved["opt"])
+        r.setstate(saved["rng"])
+        gen.set_state(saved["gen"])
+        first, before_s = int(saved["step"]), float(saved["elapsed_s"])
+        log[:] = saved["log"]
+        print(f"resumed {kind} at step {first} of {steps} from {state}", flush=True)
     model.train()
-    t0 = time.monotonic()
-    for step in range(steps):
+    t0 = time.monotonic() - before_s
+    for step in range(first, steps):
         for g in opt.param_groups:
             g["lr"] = lr_at(step, steps, lr)
         i = r.randrange(0, len(data) - batch + 1)
         ids, pad, P, alen = collate(data[i:i + batch], pad_id)
+        ids, pad, alen = ids.to(dev), pad.to(dev), alen.to(dev)
         if kind == "ar":
             loss = ar_loss(model, ids, pad, P, alen)
         else:
@@ -146,7 +163,13 @@ def run_training(model: LLaDAModel, data: list[Encoded], steps: int, lr: float, 
             row = {"kind": kind, "step": step, "loss": round(loss.item(), 4), "elapsed_s": round(time.monotonic() - t0, 1)}
             log.append(row)
             print(json.dumps(row), flush=True)
+        if state is not None and ((step + 1) % save_every == 0 or step == steps - 1):
+            tmp = state.with_suffix(".tmp")  # written whole, then renamed: a stop mid-save keeps the last one
+            torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "rng": r.getstate(),
+                        "gen": gen.get_state(), "step": step + 1, "elapsed_s": time.monotonic() - t0, "log": log}, tmp)
+            tmp.replace(state)
     model.eval()
+    return time.monotonic() - t0
 
 
 def train(cfg: TrainConfig, out: Path, from_ar: Path | None = None) -> dict:
@@ -212,7 +235,7 @@ def _save(model: LLaDAModel, tok: ChatTokenizer, folder: Path, extra_config: dic
     shop_vocabulary().write(folder)
 
 
-def finetune(cfg: TrainConfig, src: Path, out: Path) -> dict:
+def finetune(cfg: TrainConfig, src: Path, out: Path, resume: bool = False, device: str = "cpu") -> dict:
     """Continue training one trained model folder (AR or diffusion, read from its config) on the
     current corpus with its own tokenizer: `ar_steps`/`ar_lr` or `diff_steps`/`diff_lr` more steps.
     Cheaper than the whole recipe when the corpus grows and the vocabulary still covers it (byte-level
@@ -221,23 +244,24 @@ def finetune(cfg: TrainConfig, src: Path, out: Path) -> dict:
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(cfg.threads)
     ck = load(src)
-    model, tok = ck.model.float(), ck.tokenizer
+    model, tok = ck.model.float().to(device), ck.tokenizer
     kind = "ar" if model.config.causal else "diffusion"
     steps, lr = (cfg.ar_steps, cfg.ar_lr) if kind == "ar" else (cfg.diff_steps, cfg.diff_lr)
     chats = corpus.generate(cfg.n_train, cfg.corpus_seed, cfg.open_names, cfg.tails, cfg.extra_words, cfg.twins)
     data = encode(tok, chats, cfg.canvas, skip_long=True)
     log: list[dict] = []
-    t0 = time.monotonic()
+    out.mkdir(parents=True, exist_ok=True)
     # a different data order and mask draw than the source's own training
-    run_training(model, data, steps, lr, cfg.batch, cfg.seed + 7, kind, tok.tok.token_to_id("<|pad|>"),
-                 tok.mask_id, log)
+    train_s = run_training(model, data, steps, lr, cfg.batch, cfg.seed + 7, kind, tok.tok.token_to_id("<|pad|>"),
+                           tok.mask_id, log, state=out / "training_state.pt", resume=resume)
     vl = json.loads((src / "config.json").read_text()).get("voicelab", {})
     if vl.get("block_size") == vl.get("canvas"):  # one block over the whole canvas stays one block
         vl["block_size"] = cfg.canvas
     extra = {"voicelab": vl | {"canvas": cfg.canvas}}
-    _save(model, tok, out, extra_config=extra)
-    meta = {"finetune_of": str(src), "kind": kind, "train_config": asdict(cfg), "train_s": round(time.monotonic() - t0, 1),
-            "torch": torch.__version__, "log": log}
+    _save(model.cpu(), tok, out, extra_config=extra)
+    (out / "training_state.pt").unlink(missing_ok=True)  # the stage is done: its weights are the model folder
+    meta = {"finetune_of": str(src), "kind": kind, "train_config": asdict(cfg), "train_s": round(train_s, 1),
+            "torch": torch.__version__, "device": device, "log": log}
     (out.parent / f"finetune_{out.name}.json").write_text(json.dumps(meta, indent=1) + "\n")
     print(f"done: {kind} fine-tune {meta['train_s']:.0f} s -> {out}")
     return meta
@@ -252,6 +276,9 @@ def main(argv: list[str] | None = None) -> None:
                     help="only write open_values.json into these trained model folders")
     ap.add_argument("--finetune", type=Path, default=None,
                     help="continue training this model folder on the current corpus; --out is the new model folder")
+    ap.add_argument("--resume", action="store_true",
+                    help="with --finetune: continue from OUT/training_state.pt, saved every 100 steps")
+    ap.add_argument("--device", default="cpu", help="where to train (cpu, cuda): the same recipe either way")
     for f, v in asdict(TrainConfig()).items():
         ap.add_argument(f"--{f.replace('_', '-')}", type=type(v), default=v)
     a = ap.parse_args(argv)
@@ -261,7 +288,7 @@ def main(argv: list[str] | None = None) -> None:
             shop_vocabulary().write(folder)
         return
     if a.finetune is not None:
-        finetune(cfg, a.finetune, a.out)
+        finetune(cfg, a.finetune, a.out, resume=a.resume, device=a.device)
         return
     train(cfg, a.out, a.from_ar)
 
