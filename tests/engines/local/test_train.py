@@ -82,3 +82,48 @@ def test_finetune_continues_a_checkpoint_and_keeps_its_sampler_defaults(tmp_path
     assert any(not torch.equal(before[k], v) for k, v in out.model.state_dict().items())
     assert json.loads((tmp_path / "out" / "model" / "config.json").read_text())["voicelab"]["block_size"] == 4
     assert (tmp_path / "out" / "finetune_model.json").is_file()
+
+
+def _micro(tok_size: int, mask_id: int, eos_id: int) -> LLaDAModel:
+    cfg = ModelConfig(d_model=16, n_layers=1, n_heads=2, n_kv_heads=2, mlp_hidden_size=32, vocab_size=tok_size,
+                      embedding_size=tok_size, mask_token_id=mask_id, eos_token_id=eos_id, causal=False,
+                      logits_shift=True)
+    model = LLaDAModel(cfg)
+    model.init_weights(0)
+    return model
+
+
+def test_a_stopped_stage_resumes_where_an_uninterrupted_one_would_be(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import engines.local.train as train_mod
+
+    ex = corpus.generate(120, 3)
+    tok = train_tiny([m["content"] for e in ex for m in e.messages] + [e.reply for e in ex], vocab_size=200)
+    data = encode(tok, ex, 128, skip_long=True)
+    args = dict(steps=6, lr=1e-2, batch=4, seed=0, kind="diffusion", pad_id=0, mask_id=tok.mask_id,
+                print_every=1, save_every=2)
+    whole = _micro(tok.vocab_size, tok.mask_id, tok.eos_id)
+    whole_log: list[dict] = []
+    run_training(whole, data, log=whole_log, **args)
+
+    state = tmp_path / "training_state.pt"
+    collate, calls = train_mod.collate, []
+
+    def stop_at_the_fifth_batch(*a, **k):  # a stop between saves: steps 4 and 5 are lost and redone
+        calls.append(1)
+        if len(calls) == 5:
+            raise KeyboardInterrupt
+        return collate(*a, **k)
+
+    monkeypatch.setattr(train_mod, "collate", stop_at_the_fifth_batch)
+    stopped = _micro(tok.vocab_size, tok.mask_id, tok.eos_id)
+    with pytest.raises(KeyboardInterrupt):
+        run_training(stopped, data, log=[], state=state, **args)
+    assert torch.load(state, weights_only=False)["step"] == 4
+    monkeypatch.setattr(train_mod, "collate", collate)
+    resumed = _micro(tok.vocab_size, tok.mask_id, tok.eos_id)  # a fresh process: the start weights again
+    log: list[dict] = []
+    run_training(resumed, data, log=log, state=state, resume=True, **args)
+    assert [r["loss"] for r in log] == [r["loss"] for r in whole_log]
+    for k, v in whole.state_dict().items():
+        assert torch.allclose(v, resumed.state_dict()[k], atol=1e-6), k
