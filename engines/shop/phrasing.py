@@ -17,10 +17,12 @@ import random
 _OPEN = ("", "", "", "yes ", "um ", "hi ", "hello ", "so ", "right ", "good morning ", "uh ")
 _ASK = ("can you", "could you", "would you", "please", "can you please", "i need you to", "i want you to",
         "i would like you to")
+# "i am {name}" and "it is for {name}" are everyday English introductions a caller's name follows ("i'm tom",
+# "it's for olivia"): without them the name-slot rule (engines/local/open_values.py) has no slot there to learn
 _INTRO_FIRST = ("this is {name}", "my name is {name}", "{name} here", "hi it is {name}", "hello this is {name}",
-                "it is {name} calling")
+                "it is {name} calling", "i am {name}")
 _INTRO_LAST = ("my name is {name}", "the name is {name}", "it is under {name}", "name is {name}", "this is {name}",
-               "it is {name}", "under the name {name}", "for {name}")
+               "it is {name}", "under the name {name}", "for {name}", "it is for {name}", "i am {name}")
 _DAY = ("on {day}", "on {day}", "{day}", "this {day}", "next {day}", "for {day}")
 _TIME = ("at {time}", "at {time}", "{time}", "around {time}", "for {time}")
 

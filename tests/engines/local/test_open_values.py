@@ -156,7 +156,10 @@ SLOTS = ("this is {n} can you move my appointment to thursday at 1 30 pm",
          "hi it's {n}, i have to cancel my appointment on friday",
          "ah {n} here could you book me a tune up on friday at 2 pm",
          "could you move my appointment to friday at 2 pm the booking is under {n}",
-         "the name's {n}, can i get a tune up on friday at 2 pm")
+         "the name's {n}, can i get a tune up on friday at 2 pm",
+         "can i book a tune up on friday at 2 pm it's for {n}",
+         "sorry it's {n}, i'd like to move my booking to friday at 2 pm",
+         "hey good morning {n} here could you book me a tune up on friday at 2 pm")
 
 
 def _shipped(raw: str, asked: tuple[bool, ...] = ()) -> dict[str, str]:
@@ -167,7 +170,8 @@ def _shipped(raw: str, asked: tuple[bool, ...] = ()) -> dict[str, str]:
 def test_the_shipped_cues_are_learned_from_the_corpus() -> None:
     assert SHIPPED is not None and SHIPPED.cues == shop_vocabulary().cues
     c = SHIPPED.cues
-    assert {("name", "is"), ("this", "is"), ("^", "it", "is")} <= c.before and ("for",) not in c.before
+    assert {("name", "is"), ("this", "is"), ("^", "it", "is"), ("is", "for")} <= c.before
+    assert ("for",) not in c.before
     assert "here" in c.after and c.asks == ("what name should i put it under?",)
 
 
@@ -187,11 +191,19 @@ def test_a_common_name_in_a_name_slot_gets_a_stand_in(name: str, template: str) 
 
 @pytest.mark.parametrize("raw", ["this is about my bike, can you book a tune up on friday",
                                  "it's for a service on friday at 2 pm", "my name is not on the booking",
-                                 "can i book a tune up on friday at 2 pm it's for tom",  # "for" is no slot
+                                 "can i book a tune up on friday at 2 pm for the kids",  # "for" is no slot
+                                 "sorry it's about my order", "hey good morning the parts here are late",
                                  "the parts here are late", "this is the shop on main street",
                                  "i'm calling about my order", "it is under the bench"])
 def test_ordinary_words_after_the_cues_stay_words(raw: str) -> None:
     assert _shipped(raw) == {}
+
+
+def test_what_the_rule_takes_wrongly_without_a_name_list() -> None:
+    """Known wrong, kept visible: a word no corpus gives callers in a slot the corpus always fills with a name.
+    Telling "it's for olivia" from "it's for maintenance" needs a list of names, which the rule does without."""
+    assert _shipped("it's for maintenance") == {"maintenance": "anna"}
+    assert _shipped("it is under warranty") == {"warranty": "anna"}
 
 
 @given(st.sampled_from([w for w in top_n_list("en", 300) if w.isalpha()]), st.sampled_from(SLOTS))
