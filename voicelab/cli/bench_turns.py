@@ -219,6 +219,10 @@ def _print_eot(result: dict[str, Any]) -> None:
     for g, rows in result.get("ratios", {}).items():
         cells = ", ".join(f"{_ratio_cell(r)} at {r['at']}" for r in rows)
         Console().print(f"{g}: {rows[0]['of']} over {rows[0]['over']} (paired, same silences): {cells}")
+        med = [(r["at"], r.get("median_at_setting")) for r in rows]
+        Console().print(f"{g}: median dead air at the setting reaching each rate, over silence only at its false "
+                        "cut-off rate: " + ", ".join(f"{m['latency_ms_median']} ms, {_ratio_cell(m)} at {at}"
+                                                     for at, m in med if m))
     for g, c in result["cpu"].items():
         if c["ms_per_silence_s"] is not None:
             Console(stderr=True).print(f"[dim]{g}: smart-turn every 100 ms of silence costs {c['ms_per_silence_s']} ms "

@@ -169,18 +169,23 @@ def level_key(x: float) -> str:
 def operating_points(sw: Sweep) -> dict[str, Any]:
     """eot-bench's four operating points and the setting reaching each (None where none does)."""
     rate, mean = sw.rate, sw.mean_ms
+    med = np.median(sw.latency_ms, axis=1) if sw.latency_ms.shape[1] else np.zeros(sw.latency_ms.shape[0])
     lat: dict[str, float | None] = {}
+    lat_med: dict[str, float | None] = {}
     cut: dict[str, float | None] = {}
     setting: dict[str, dict[str, float] | None] = {}
     for b in CUTOFF_BUDGETS:
         k = None if sw.cut.shape[1] == 0 or sw.latency_ms.shape[1] == 0 else _best_at_cutoff(rate, mean, sw.order, b)
         lat[level_key(b)] = None if k is None else round(float(mean[k]))
+        lat_med[level_key(b)] = None if k is None else round(float(med[k]))
         setting[level_key(b)] = None if k is None else {**sw.settings[k], "false_cutoff_rate": round(float(rate[k]), 4)}
     for ms in LATENCY_BUDGETS_MS:
         k = None if sw.cut.shape[1] == 0 or sw.latency_ms.shape[1] == 0 else _best_at_latency(rate, mean, sw.order, ms)
         cut[str(ms)] = None if k is None else round(float(rate[k]), 4)
         setting[str(ms)] = None if k is None else {**sw.settings[k], "mean_latency_ms": round(float(mean[k]))}
-    return {"latency_ms_at": lat, "false_cutoffs_at_ms": cut, "setting": setting}
+    # the median over the ends at the same setting (chosen by its mean, as eot-bench chooses): the statistic of the
+    # pipeline mode, and what a single caller most often gets; silence only's median is its mean
+    return {"latency_ms_at": lat, "latency_median_ms_at": lat_med, "false_cutoffs_at_ms": cut, "setting": setting}
 
 
 def bootstrap(sw: Sweep, resamples: int = 1000, seed: int = SEED, confidence: float = CONFIDENCE,
@@ -303,5 +308,88 @@ def eot_result(cases: Sequence[ScoredCase], *, shipped: str, resamples: int, dat
         for sw in (model, silence):
             rows.append(eot_row(g, sw, default=sw.strategy == shipped, resamples=resamples, dataset=dataset))
         ratios[g] = [paired_ratio(model, silence, b, resamples) for b in CUTOFF_BUDGETS]
+        pts = operating_points(model)["setting"]
+        for r, b in zip(ratios[g], CUTOFF_BUDGETS, strict=True):
+            s = pts[level_key(b)]
+            r["median_at_setting"] = None if s is None else _median_ratio(
+                judged(ListenPolicy(s["threshold"], int(s["action_delay_ms"]), int(s["timeout_ms"])),
+                       [c for c in cases if c.group == g], resamples))
     return {"rows": rows, "ratios": ratios,
             "cpu": {g: cpu_per_silence_s([c for c in cases if c.group == g]) for g in groups}}
+
+
+def _median_ratio(j: dict[str, Any]) -> dict[str, Any]:
+    """A setting's median dead air over silence only's at the same false cut-off rate (`judged`), paired."""
+    return {"latency_ms_median": j["latency_ms_median"], "silence_only_ms": j["silence_only_ms_at_same_rate"],
+            "ratio": j["ratio_median"], "ci": j["ratio_median_ci"]}
+
+
+def _holds_eots(cases: Sequence[ScoredCase]) -> tuple[list[tuple[float, np.ndarray]], list[np.ndarray]]:
+    holds = [(sp.duration_s, s) for c in cases for sp, s in zip(c.spans, c.scores, strict=True) if sp.label == "hold"]
+    eots = [s for c in cases for sp, s in zip(c.spans, c.scores, strict=True) if sp.label == "eot"]
+    return holds, eots
+
+
+def judged(policy: ListenPolicy, cases: Sequence[ScoredCase], resamples: int = 1000, seed: int = SEED,
+           confidence: float = CONFIDENCE) -> dict[str, Any]:
+    """One setting of the model judged on a group it was not fitted on: its false cut-off rate and its latency
+    (mean and median) there, against silence only set to the same false cut-off rate on the same silences (its
+    shortest silence with a rate no higher), with a paired bootstrap interval of each ratio."""
+    holds, eots = _holds_eots(cases)
+    one = policy_sweep(MODEL, holds, eots, [policy.threshold], [policy.action_delay_ms], [policy.timeout_ms])
+    silence = silence_sweep([d for d, _ in holds], len(eots))
+    cut, lat = one.cut[0].astype(np.float64), one.latency_ms[0]
+    s_cut = silence.cut.astype(np.float64)
+    s_ms = np.asarray([s["timeout_ms"] for s in silence.settings], dtype=np.float64)
+
+    def figures(wh: np.ndarray, we: np.ndarray) -> tuple[float, float, float, float | None]:
+        """On holds and eots weighted `wh`, `we` (ones: the group itself; counts: a resample)."""
+        rate = float(cut @ wh / wh.sum())
+        mean = float(lat @ we / we.sum())
+        median = float(np.median(np.repeat(lat, we.astype(int))))
+        ok = np.flatnonzero(s_cut @ wh / wh.sum() <= rate + EPS)  # silence only at no more cut-offs
+        return rate, mean, median, (None if ok.size == 0 else float(s_ms[ok].min()))
+
+    n_h, n_e = len(holds), len(eots)
+    rate, mean, median, base = figures(np.ones(n_h), np.ones(n_e))
+    out: dict[str, Any] = {"setting": policy.to_dict(), "pauses": n_h, "ends": n_e,
+                           "false_cutoff_rate": round(rate, 4), "latency_ms_mean": round(mean),
+                           "latency_ms_median": round(median), "silence_only_ms_at_same_rate": base,
+                           "ratio_mean": None if not base else round(mean / base, 3),
+                           "ratio_median": None if not base else round(median / base, 3),
+                           "ratio_mean_ci": None, "ratio_median_ci": None}
+    if base is None or n_h < 2 or n_e < 2 or resamples <= 0:
+        return out
+    rng = np.random.default_rng(seed)
+    rm, rd = [], []
+    for _ in range(resamples):
+        wh = np.bincount(rng.integers(0, n_h, n_h), minlength=n_h).astype(np.float64)
+        we = np.bincount(rng.integers(0, n_e, n_e), minlength=n_e).astype(np.float64)
+        _, m, md, b = figures(wh, we)
+        if b:
+            rm.append(m / b)
+            rd.append(md / b)
+    lo, hi = 100 * (1 - confidence) / 2, 100 * (1 + confidence) / 2
+    if len(rm) >= resamples / 2:
+        out["ratio_mean_ci"] = [round(float(x), 3) for x in np.percentile(rm, [lo, hi])]
+        out["ratio_median_ci"] = [round(float(x), 3) for x in np.percentile(rd, [lo, hi])]
+    return out
+
+
+def fitted_setting(cases: Sequence[ScoredCase], budget: float) -> ListenPolicy | None:
+    """The model's setting reaching `budget` false cut-offs with the least mean latency on `cases`."""
+    holds, eots = _holds_eots(cases)
+    s = operating_points(policy_sweep(MODEL, holds, eots))["setting"][level_key(budget)]
+    return None if s is None else ListenPolicy(s["threshold"], s["action_delay_ms"], s["timeout_ms"])
+
+
+def fit_and_judge(by_group: dict[str, Sequence[ScoredCase]], budget: float = CUTOFF_BUDGETS[0],
+                  resamples: int = 1000) -> dict[str, Any]:
+    """Per group: the model's setting fitted there (least mean latency at `budget` false cut-offs) and that one
+    setting judged on every group (`judged`; on its own group in-sample, on the others held out)."""
+    out: dict[str, Any] = {}
+    for g, cases in by_group.items():
+        pol = fitted_setting(cases, budget)
+        out[g] = {"setting": None if pol is None else pol.to_dict(),
+                  "judged": {} if pol is None else {h: judged(pol, c, resamples) for h, c in by_group.items()}}
+    return out

@@ -177,3 +177,46 @@ def test_the_listen_replay_ends_at_the_rule_s_instant_unless_the_caller_goes_on(
     assert replay.declarations(trace, 0.5, True) == pytest.approx([1.8 + 0.5 + 0.06])
     went_on = SimpleNamespace(id="c", stops=[stop], starts=[0.5, 2.25], listen=[rising[:2]])
     assert replay.declarations(went_on, 0.5, False) == []
+
+
+def _cases(seed: int, n: int) -> list[eot.ScoredCase]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        spans = [eot.SilenceSpan("hold", 1.0, float(rng.uniform(0.1, 2.0))), eot.SilenceSpan("eot", 3.0, math.inf)]
+        scores = [rng.random(spans[0].instants).astype(np.float32) * 0.7,
+                  np.clip(rng.random(30) + 0.2, 0, 1).astype(np.float32)]
+        out.append(eot.ScoredCase(f"c{i}", "g", spans, scores))
+    return out
+
+
+def test_a_setting_judged_on_its_own_group_gives_its_operating_point() -> None:
+    cases = _cases(7, 60)
+    pol = eot.fitted_setting(cases, 0.10)
+    assert pol is not None
+    j = eot.judged(pol, cases, resamples=100)
+    holds, ends = eot._holds_eots(cases)
+    pts = eot.operating_points(eot.policy_sweep("m", holds, ends))
+    assert j["false_cutoff_rate"] <= 0.10 and j["latency_ms_mean"] == pts["latency_ms_at"]["10%"]
+    silence = eot.operating_points(eot.silence_sweep([d for d, _ in holds], len(ends)))
+    # silence only at the same rate answers no faster than at the 10 % budget itself (the rate is <= 10 %)
+    assert j["silence_only_ms_at_same_rate"] >= silence["latency_ms_at"]["10%"]
+    assert j["ratio_mean_ci"][0] <= j["ratio_mean"] <= j["ratio_mean_ci"][1] + 0.05
+
+
+def test_the_median_is_read_at_the_setting_the_mean_chooses() -> None:
+    holds = [(0.45, np.asarray([0.1, 0.2, 0.6, 0.3], np.float32))]
+    # two ends crossing at once, one never: the mean pays the timeout, the median does not
+    eots = [np.asarray([0.9] * 30, np.float32)] * 2 + [np.asarray([0.2] * 30, np.float32)]
+    pts = eot.operating_points(eot.policy_sweep("m", holds, eots))
+    assert pts["latency_ms_at"]["5%"] == round((100 + 100 + 500) / 3)
+    assert pts["latency_median_ms_at"]["5%"] == 100
+
+
+def test_each_group_s_fit_is_judged_on_every_group() -> None:
+    by = {"a": _cases(7, 40), "b": _cases(8, 40)}
+    out = eot.fit_and_judge(by, 0.10, resamples=50)
+    for g in by:
+        assert set(out[g]["judged"]) == {"a", "b"}
+        own = out[g]["judged"][g]
+        assert own["false_cutoff_rate"] <= 0.10 and own["setting"] == out[g]["setting"]
