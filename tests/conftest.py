@@ -42,3 +42,31 @@ def tiny_diffusion(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_ar(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_checkpoint(tmp_path_factory.mktemp("ckpt") / "ar", causal=True)
+
+
+# The files that take longest, in the order the last measured run gave them (docs/decisions/suite-ten-minutes.md):
+# collected first, so that `--dist loadfile --no-loadscope-reorder` (pyproject.toml) hands them out before the short
+# ones. By default xdist hands out the files with the most tests first, so these one- to three-test files went last,
+# and the phone-line examples ran alone on one worker for the suite's last three minutes.
+LONG_FILES = (
+    "tests/repo/test_doc_examples_own_calls.py",
+    "tests/repo/test_doc_examples_line.py",
+    "tests/repo/test_doc_examples_agents.py",
+    "tests/repo/test_doc_examples_benches.py",
+    "tests/repo/test_doc_examples_hosted.py",
+    "tests/voicelab/turnbench/test_vs_run.py",
+    "tests/repo/test_doc_examples.py",
+    "tests/voicelab/turnbench/test_call_timing.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {path: i for i, path in enumerate(LONG_FILES)}
+
+    def first(item: pytest.Item) -> int:
+        try:
+            return rank.get(item.path.relative_to(config.rootpath).as_posix(), len(LONG_FILES))
+        except ValueError:  # a path outside the repository
+            return len(LONG_FILES)
+
+    items.sort(key=first)  # stable: a file's tests, and the other files, keep their order
