@@ -126,6 +126,24 @@ def far_gate(out: Path, fault: str) -> int | None:
     return res.returncode
 
 
+def machine_load(out: Path, fault: str) -> list[dict[str, Any]]:
+    """Each of the variant's run folders' own measure of the machine (summary.json `machine`: the verdict, the
+    loop lag, the CPU share others took; the agent under test is one of those others)."""
+    return [{"run": r.name, **(json.loads((r / "summary.json").read_text(encoding="utf-8")).get("machine") or {})}
+            for r in run_folders(out, fault)]
+
+
+def load_markdown(loads: dict[str, list[dict[str, Any]]]) -> str:
+    """One row per variant: the machine as its calls measured it."""
+    lines = ["| variant | verdict | loop lag p95 (ms) | CPU others took (share of the machine) |", "|---|---|---|---|"]
+    for fault, runs in loads.items():
+        for m in runs:
+            lag = (m.get("loop_lag_ms") or {}).get("p95")
+            lines.append(f"| {fault} | {m.get('verdict', '—')} | {lag if lag is not None else '—'} | "
+                         f"{m.get('others_cpu_share', '—')} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reps", type=int, default=5, help="calls per variant (in all, counting earlier passes)")
@@ -155,12 +173,15 @@ def main(argv: list[str] | None = None) -> int:
         "fixture": str(FIXTURE.relative_to(ROOT)), "agent": str(AGENT.relative_to(ROOT)),
         "detectors": {d: {"fault": EXPECTED[d], "doc": doc} for d, doc in DETECTORS.items()},
         "far_gate": {"fail_on": FAR_GATE, "exit_status": gates},
+        "machine_load": {fault: machine_load(args.out, fault) for fault in args.faults},
         **table,
         "calls": [f.to_dict() for f in flagged],
     }
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-    text = markdown(result)
+    gate = ", ".join(f"{f} {rc}" for f, rc in gates.items())
+    text = (markdown(result) + f"\n`voicelab compare CLEAN VARIANT --fail-on {FAR_GATE}` exit status: {gate}\n\n"
+            + load_markdown(result["machine_load"]))
     if args.markdown:
         args.markdown.write_text(text, encoding="utf-8")
     print(text)

@@ -12,7 +12,7 @@ plain Python (no pipecat), so each rule is testable alone.
 | `jumpy` | stops for every backchannel and cough: any sound from the caller over 40 ms while it talks |
 | `slow` | waits 1.5 s more before every answer |
 | `wrong-fact` | says a different fact (the echo agent echoes one word wrong; the booking agent reads back a wrong day) |
-| `revises` | starts its first answer with other sentences, stops them 1.2 s in (`clear`) and says the answer |
+| `revises` | starts its first answer with another sentence, stops it 1.2 s in (`clear`) and says the answer |
 | `mute-turn` | never answers the caller's second turn |
 | `drops` | closes the media stream 1 s into its first answer |
 | `garbled` | its replies have 200 ms of silence every 0.8 s (packets lost), from 0.3 s into each sentence |
@@ -26,9 +26,10 @@ from dataclasses import dataclass
 FAULTS = ("none", "cuts-in", "deaf", "jumpy", "slow", "wrong-fact", "revises", "mute-turn", "drops", "garbled")
 DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 NUMBER_WORDS = "zero one two three four five six seven eight nine ten eleven twelve".split()
-# the sentence the `revises` agent starts with and abandons: long enough to be cut mid-way
 SOUND_DBFS = -40.0  # a caller frame at least this loud (RMS) is a sound to the jumpy agent
-ABANDONED = "Let me see. One moment while I look that up for you. Then I will read it all back to you."
+# the sentence the `revises` agent starts with and abandons: long enough to be cut mid-way, and one sentence (a
+# TTS pause between sentences reads as the reply's end to the caller, who then talks over the cut)
+ABANDONED = "One moment while I look up the opening hours for you and then I will read every one of them back to you"
 
 
 @dataclass(frozen=True)

