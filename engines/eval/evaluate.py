@@ -31,7 +31,7 @@ from typing import Any
 from engines.eval.unseen import FILE as UNSEEN_FILE
 from engines.shop import corpus
 from engines.shop.answers import Expect, parse_expect, score_reply
-from engines.shop.ood import ood_prompts
+from engines.shop.ood import garbled_requests, ood_prompts
 
 _SEMANTIC_SLOTS = ("day", "time", "name", "number")
 
@@ -195,6 +195,17 @@ def validation_examples(n: int) -> list[corpus.Example]:
     return heldout_examples(n, heldout_seed=2, open_names=0.5, tails=0.25)
 
 
+VAL_GARBLED_SEED = 2  # the out-of-domain set draws its garbled requests from seed 14014
+
+
+def validation_garbled(n: int) -> list[Prompt]:
+    """The validation split's garbled requests (a clarifying question or the fallback is right, a tool call is
+    wrong), drawn from their own seed. In-domain prompts alone cannot see a stage that learns to act on a damaged
+    request; the hand-written off-topic sentences stay out, read only with the test sets."""
+    return [Prompt([{"role": "user", "content": o.text}], Expect("fallback"), kind=o.kind)
+            for o in garbled_requests(n, VAL_GARBLED_SEED)]
+
+
 def main(argv: list[str] | None = None) -> None:
     from engines.local.engine import open_engine
 
@@ -203,7 +214,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--sampler", default=None)
     ap.add_argument("--set", choices=("heldout", "ood", "unseen", "both", "all", "val"), default="all",
                     help="both: held-out and out-of-domain; all: those and the unseen-caller set; val: the "
-                         "validation split that picks training stages (never the unseen set)")
+                         "validation split that picks training stages: held-out combinations and --ood-garbled garbled "
+                         "requests, each from its own seed (never the unseen set)")
     ap.add_argument("--n", type=int, default=500, help="held-out prompts")
     ap.add_argument("--ood-garbled", type=int, default=120, help="garbled requests in the out-of-domain set")
     ap.add_argument("--prompts", type=Path, default=None, help="JSON-lines prompt file (instead of the sets)")
@@ -226,6 +238,7 @@ def main(argv: list[str] | None = None) -> None:
             sets["heldout"] = heldout_prompts(heldout_examples(a.n))
         if a.set == "val":
             sets["val"] = heldout_prompts(validation_examples(a.n))
+            sets["val_garbled"] = validation_garbled(a.ood_garbled)
         if a.set in ("unseen", "all"):
             sets["unseen"] = unseen_set()
         if a.set in ("ood", "both", "all"):
