@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from voicelab.measure.audio_gaps import RULE, Gap, gaps, gaps_per_turn
@@ -47,8 +47,9 @@ def test_silences_too_short_or_too_long_are_not_gaps(ms: int) -> None:
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.floats(0.3, 1.0), st.integers(int(RULE.min_s * 1000) + 1, int(RULE.max_s * 1000) - 1)),
                 min_size=1, max_size=5))
+@example([(0.3760477397335606, 163), (1.0, 151)])  # the second cut starts beside a near-zero tone sample
 def test_every_cut_is_found_where_it_is(cuts: list[tuple[float, int]]) -> None:
-    """Cuts of any length in the rule's range, at any spacing over 0.3 s, are each found with their edges."""
+    """Cuts of any length in the rule's range, at any spacing over 0.3 s, are each found with their edges (to 1 ms)."""
     at, spans = 0.3, []
     for space, ms in cuts:
         spans.append((round(at * SR), round(at * SR) + ms * SR // 1000))
@@ -56,7 +57,11 @@ def test_every_cut_is_found_where_it_is(cuts: list[tuple[float, int]]) -> None:
     x = tone(at + 0.3)
     for a, b in spans:
         x[a:b] = 0
-    assert [(round(g.start_s * SR), round(g.end_s * SR)) for g in gaps(x, SR)] == spans
+    found = [(round(g.start_s * SR), round(g.end_s * SR)) for g in gaps(x, SR)]
+    # within 1 ms: a tone sample beside the cut may itself be near zero (a zero crossing: -6 of 32767 once), and
+    # nothing in the audio tells it from the cut
+    assert len(found) == len(spans)
+    assert all(abs(f - c) <= SR // 1000 for fs, cs in zip(found, spans, strict=True) for f, c in zip(fs, cs, strict=True))
 
 
 def test_gaps_are_counted_for_the_reply_they_fall_in() -> None:
