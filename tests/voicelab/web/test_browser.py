@@ -188,6 +188,10 @@ def test_repeated_connect_disconnect_leaves_no_session(served: ServerThread, tmp
                 assert served.status()["sessions"] == 1
                 if i % 2 == 0:
                     page.click("#stop")  # the Stop button: bye message and pc.close()
+                    # the page says stopped once pc.close() ran: closing the tab before that (three test workers
+                    # on two cores) tore the page down with the goodbye still queued, and the session waited
+                    # for WebRTC's own timeout
+                    _wait(page, "window.voicelab.state === 'idle'", 20)
                     page.close()
                 else:
                     page.close(run_before_unload=True)  # the tab goes: pagehide beacon and pc.close()
