@@ -31,7 +31,7 @@ from typing import Any
 from engines.eval.unseen import FILE as UNSEEN_FILE
 from engines.shop import corpus
 from engines.shop.answers import Expect, parse_expect, score_reply
-from engines.shop.ood import garbled_requests, ood_prompts
+from engines.shop.ood import OodPrompt, garbled_requests, ood_prompts
 
 _SEMANTIC_SLOTS = ("day", "time", "name", "number")
 
@@ -79,9 +79,13 @@ def heldout_prompts(examples: Sequence[corpus.Example]) -> list[Prompt]:
     return [Prompt(e.messages, parse_expect({"intent": e.intent, "slots": e.slots}), e.reply) for e in examples]
 
 
+def fallback_prompts(prompts: Sequence[OodPrompt]) -> list[Prompt]:
+    """Out-of-domain utterances as prompts whose right answer is the fallback or a clarifying question."""
+    return [Prompt([{"role": "user", "content": o.text}], Expect("fallback"), kind=o.kind) for o in prompts]
+
+
 def ood_set(n_garbled: int = 120) -> list[Prompt]:
-    return [Prompt([{"role": "user", "content": o.text}], Expect("fallback"), kind=o.kind)
-            for o in ood_prompts(n_garbled)]
+    return fallback_prompts(ood_prompts(n_garbled))
 
 
 def _history(h: Any) -> list[dict[str, str]]:
@@ -202,8 +206,7 @@ def validation_garbled(n: int) -> list[Prompt]:
     """The validation split's garbled requests (a clarifying question or the fallback is right, a tool call is
     wrong), drawn from their own seed. In-domain prompts alone cannot see a stage that learns to act on a damaged
     request; the hand-written off-topic sentences stay out, read only with the test sets."""
-    return [Prompt([{"role": "user", "content": o.text}], Expect("fallback"), kind=o.kind)
-            for o in garbled_requests(n, VAL_GARBLED_SEED)]
+    return fallback_prompts(garbled_requests(n, VAL_GARBLED_SEED))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from engines.eval.evaluate import main, ood_set, unseen_set, validation_examples, validation_garbled
+from engines.eval.evaluate import Prompt, main, ood_set, unseen_set, validation_examples, validation_garbled
 
 
-def _user_text(p: object) -> str:
-    return p.messages[-1]["content"]  # type: ignore[attr-defined]
+def _user_text(p: Prompt) -> str:
+    return p.messages[-1]["content"]
 
 
 def test_the_split_holds_no_unseen_prompt() -> None:
