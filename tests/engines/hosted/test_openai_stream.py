@@ -164,7 +164,11 @@ def test_mercury_diffusing_replace_drafts_are_revisions(mock) -> None:
     assert eng.kind == "diffusion"
     gen = eng.generate(BOOK)
     snaps = list(gen)
-    assert gen.shape == "replace" and eng.describe()["shapes_seen"] == {"replace": 1}
+    # the mock skips drafts already overdue (engines/simulated/mock_server.py), so on a loaded machine the second
+    # chunk may be a later draft too unlike the first to read as one, and the client's guess is corrected on the
+    # next chunk ("replace-late"): which of the two depends on the machine, the shape reached does not
+    assert gen.shape == "replace"
+    assert eng.describe()["shapes_seen"] in ({"replace": 1}, {"append": 1, "replace-late": 1})
     assert sum(len(s.revised) for s in snaps) > 0
     assert snaps[-1].text() == "[book(day=friday, time=10 am, name=anna)] great anna, a tune up is booked for friday at 10 am."
 
