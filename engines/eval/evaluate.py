@@ -185,10 +185,10 @@ def evaluate(engine: Any, prompts: Sequence[Prompt | corpus.Example], keep_failu
 def heldout_examples(n: int, train_n: int = corpus.TRAIN_N, corpus_seed: int = corpus.TRAIN_SEED,
                      heldout_seed: int = 1, open_names: float = corpus.TRAIN_OPEN_NAMES,
                      tails: float = corpus.TRAIN_TAILS, extra_words: float = corpus.TRAIN_EXTRA_WORDS,
-                     twins: float = corpus.TRAIN_TWINS) -> list[corpus.Example]:
+                     twins: float = corpus.TRAIN_TWINS, asking: float = corpus.TRAIN_ASKING) -> list[corpus.Example]:
     # held-out combinations are unseen in the corpus the shipped models were last trained on
     return corpus.heldout(n, heldout_seed, corpus.generate(train_n, corpus_seed, open_names, tails, extra_words,
-                                                           twins))
+                                                           twins, asking))
 
 
 def validation_examples(n: int) -> list[corpus.Example]:

@@ -44,6 +44,7 @@ class TrainConfig:
     tails: float = corpus.TRAIN_TAILS  # share of requests ending with words that carry no slot
     extra_words: float = corpus.TRAIN_EXTRA_WORDS  # share of caller turns with words the corpus never uses
     twins: float = corpus.TRAIN_TWINS  # share of those (answered requests) followed by their cue-lost twin
+    asking: float = corpus.TRAIN_ASKING  # factor on the weights of the clarify and fallback turns
     heldout_seed: int = 1
     vocab_size: int = 1024  # of the BPE tokenizer trained on the corpus (the network's shape: ModelConfig)
     canvas: int = 56  # response positions, EOS-padded (LLaDA SFT layout); 48 before open names: a 5-piece name
@@ -178,7 +179,8 @@ def train(cfg: TrainConfig, out: Path, from_ar: Path | None = None) -> dict:
     models' d_model 256, 4 layers, 4 heads); the vocabulary comes from the tokenizer trained here."""
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(cfg.threads)
-    train_ex = corpus.generate(cfg.n_train, cfg.corpus_seed, cfg.open_names, cfg.tails, cfg.extra_words, cfg.twins)
+    train_ex = corpus.generate(cfg.n_train, cfg.corpus_seed, cfg.open_names, cfg.tails, cfg.extra_words, cfg.twins,
+                             cfg.asking)
     texts = [m["content"] for e in train_ex for m in e.messages] + [e.reply for e in train_ex]
     prev = load(from_ar) if from_ar else None
     tok = prev.tokenizer if prev else train_tiny(texts, cfg.vocab_size)
@@ -247,7 +249,8 @@ def finetune(cfg: TrainConfig, src: Path, out: Path, resume: bool = False, devic
     model, tok = ck.model.float().to(device), ck.tokenizer
     kind = "ar" if model.config.causal else "diffusion"
     steps, lr = (cfg.ar_steps, cfg.ar_lr) if kind == "ar" else (cfg.diff_steps, cfg.diff_lr)
-    chats = corpus.generate(cfg.n_train, cfg.corpus_seed, cfg.open_names, cfg.tails, cfg.extra_words, cfg.twins)
+    chats = corpus.generate(cfg.n_train, cfg.corpus_seed, cfg.open_names, cfg.tails, cfg.extra_words, cfg.twins,
+                             cfg.asking)
     data = encode(tok, chats, cfg.canvas, skip_long=True)
     log: list[dict] = []
     out.mkdir(parents=True, exist_ok=True)

@@ -493,6 +493,10 @@ TRAIN_TAILS = 0.0
 TRAIN_EXTRA_WORDS = 0.35
 # share of answered requests with added words followed by their cue-lost twin (`cue_lost_twin`)
 TRAIN_TWINS = 0.5
+# the intents whose answer is to ask again or decline, and the factor on their weights in the shipped corpus:
+# requests with tails read like whole requests even when damaged, so a corpus with tails may need more of them
+ASKING = ("clarify", "fallback")
+TRAIN_ASKING = 1.0
 # share of the destroyed essential words of a clarify request heard as a short function word
 AS_FUNCTION_WORD = 0.3
 # share of in-domain requests given light recogniser noise that keeps slot values and cues
@@ -585,15 +589,17 @@ def cue_lost_twin(e: Example, r: random.Random) -> Example | None:
 
 
 def generate(n: int, seed: int, open_names: float = 0.0, tails: float = 0.0,
-             extra_words: float = 0.0, twins: float = 0.0) -> list[Example]:
+             extra_words: float = 0.0, twins: float = 0.0, asking: float = 1.0) -> list[Example]:
     """n examples, reproducible from the seed; `open_names`: share of callers' names beyond the shop's 40
     (engines/shop/names.py), `tails`: share of requests ending with words that carry no slot (`TAILS`),
     `extra_words`: share of caller turns given common English words the corpus never uses
     (engines/shop/extra_words.py); `twins`: share of answered requests with added words followed by their
-    cue-lost twin (`cue_lost_twin`). The tiny models train with the TRAIN_* shares; the defaults keep the
-    corpus the earlier weights saw."""
+    cue-lost twin (`cue_lost_twin`); `asking`: factor on the weights of the turns answered by asking again or
+    declining (`ASKING`). The tiny models train with the TRAIN_* shares; the defaults keep the corpus the
+    earlier weights saw."""
     r = CorpusRandom(seed, open_names, tails, extra_words)
-    names, weights = list(WEIGHTS), [WEIGHTS[k] for k in WEIGHTS]
+    names = list(WEIGHTS)
+    weights = [WEIGHTS[k] * (asking if k in ASKING else 1.0) for k in WEIGHTS]
     out: list[Example] = []
     while len(out) < n:
         intent = r.choices(names, weights)[0]

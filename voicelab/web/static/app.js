@@ -44,6 +44,7 @@
   window.voicelab = stats;
 
   let session = null; // the live connection, see start()
+  let closing = null; // a connection stop() is ending (waiting for its goodbye): a closed tab still reports it
   const turns = new Map(); // turn -> {row, server, client, userLi, botLi, chunks}
 
   // ---------------------------------------------------------------- options
@@ -334,6 +335,7 @@
     const s = session;
     if (!s) return;
     session = null;
+    closing = s;
     clearInterval(s.pollTimer);
     clearInterval(s.keepalive);
     clearTimeout(s.readyTimer);
@@ -356,17 +358,19 @@
     $("start").disabled = false;
     $("stop").disabled = true;
     setSettingsEnabled(true);
+    if (closing === s) closing = null;
     setStatus(reason ? "error" : "idle", reason || "stopped");
   }
 
   // Tab closed or navigated away: tell the server even if the data channel is already gone.
+  // A tab closed during stop()'s goodbye wait would otherwise leave the server waiting for WebRTC's timeout.
   window.addEventListener("pagehide", () => {
-    const s = session;
+    const s = session || closing;
     if (!s) return;
     if (s.pcId) {
       navigator.sendBeacon("/api/session/close", new Blob([JSON.stringify({ pc_id: s.pcId })], { type: "application/json" }));
     }
-    stop(null);
+    if (s === session) stop(null);
   });
 
   // ---------------------------------------------------------------- server messages
