@@ -5,7 +5,7 @@ check the lab already reports for a line run (`voicelab call`):
 
 | detector | flags a call when | meant for |
 |---|---|---|
-| `false_cut_in` | the agent was audible over at least 200 ms of an answered turn's speech (talk-over: on the line a reply started inside the caller's speech shows as talk-over) | cuts-in |
+| `false_cut_in` | the agent began to speak inside an answered turn's speech (the line's false cut-in, read from the recording), or was audible over at least 200 ms of it | cuts-in |
 | `late_stop` | on a barge-in the agent's reply was playing for, it went on more than 1000 ms after the caller began (or never stopped) | deaf |
 | `false_barge_in` | the agent stopped on a backchannel or cough | jumpy |
 | `far_vs_clean` | the call's FAR p50 is more than 500 ms over the clean agent's (the median of its calls' p50, leaving the call itself out) | slow |
@@ -32,7 +32,7 @@ from voicelab.measure.intervals import proportion_stats
 # the agents' fault names (examples/fault_rules.py: the examples are agents under test and import nothing of the lab)
 FAULTS = ("none", "cuts-in", "deaf", "jumpy", "slow", "wrong-fact", "revises", "mute-turn", "drops", "garbled")
 DETECTORS = {
-    "false_cut_in": "talk-over of at least 200 ms on an answered turn (the line's false cut-in)",
+    "false_cut_in": "the agent began to speak inside an answered turn's speech, or talked over 200 ms of it",
     "late_stop": "a barge-in the agent went on through for more than 1000 ms, or never stopped for",
     "false_barge_in": "the agent stopped on a backchannel or cough",
     "far_vs_clean": "FAR p50 of the call over 500 ms above the clean agent's",
@@ -66,6 +66,7 @@ class TurnSeen:
     false_barge_in: bool
     checks_failed: int | None  # None: no checks on the turn
     bot_was_replying: bool  # the turn was started by the agent's reply (not by the no-reply timeout)
+    cut_in: bool = False  # the agent began to speak inside the caller's speech (the turn's false_cut_in)
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ class CallFacts:
         reasons = {s["turn"]: s["reason"] for s in meta.get("schedule", [])}
         turns = tuple(TurnSeen(
             turn=int(r["turn"]), expect=r.get("expect"), far_ms=r.get("far_ms"), talk_over_ms=r.get("talk_over_ms"),
-            stop_latency_ms=r.get("stop_latency_ms"), false_barge_in=bool(r.get("false_barge_in")),
+            cut_in=bool(r.get("false_cut_in")), stop_latency_ms=r.get("stop_latency_ms"), false_barge_in=bool(r.get("false_barge_in")),
             checks_failed=_failed_checks(r.get("expectations")),
             bot_was_replying=reasons.get(int(r["turn"])) == "rule") for r in sorted(rows, key=lambda r: r["turn"]))
         return CallFacts(fault, run, call_id, meta.get("status") == "failed", turns,
@@ -129,7 +130,7 @@ def call_flags(c: CallFacts, clean_far_p50: float | None, th: Thresholds = Thres
     answered = [t for t in c.turns if t.expect is None]
     far = c.far_p50
     f = {
-        "false_cut_in": any((t.talk_over_ms or 0.0) >= th.talk_over_ms for t in answered),
+        "false_cut_in": any(t.cut_in or (t.talk_over_ms or 0.0) >= th.talk_over_ms for t in answered),
         "late_stop": any(_late_stop(t, th) for t in c.turns),
         "false_barge_in": any(t.false_barge_in for t in c.turns if t.expect == "no_interrupt"),
         "far_vs_clean": far is not None and clean_far_p50 is not None and far - clean_far_p50 > th.far_over_clean_ms,

@@ -9,7 +9,7 @@ turns.csv, the Parquet tables and summary.json last.
 
 summary.json is `voicelab.measure.metrics.summarize` over the call's rows (FAR, stop latency, recovery, false
 barge-ins, the WAV truth check), with what audio alone cannot show set to None and named in `not_measured`,
-and with the figures only a line run has: `talk_over_ms`, `line` (pacing, jitter, queue depth, clears, marks),
+and with the figures only a line run has: `talk_over_ms`, false cut-ins read from the recording, `line` (pacing, jitter, queue depth, clears, marks),
 `answers` from the read-back words, `calls_failed`, `clears_unprompted` and `failures`.
 """
 
@@ -29,7 +29,7 @@ from voicelab.call.line import line_summary
 from voicelab.call.listening import as_script, listening_options, load_scenarios, task_outcome, task_summary
 from voicelab.call.pacing import LINE_RATE
 from voicelab.call.readback import ReadBack, Recognizer, read_back, score_reply_words
-from voicelab.call.reply_spans import reply_spans, reply_turn, silence_stops, talk_over_ms
+from voicelab.call.reply_spans import cut_in_turns, reply_spans, reply_turn, silence_stops, talk_over_ms
 from voicelab.fixtures.format import Fixture, load_fixture, select
 from voicelab.measure.audio_gaps import gaps as audio_gaps
 from voicelab.measure.events import Event, EventKind, EventWriter, read_events
@@ -183,6 +183,9 @@ def _turn_rows(events: list[Event], results: Sequence[CallResult],
         r = by_id.get(row["call_id"])
         over = talk_over_ms(r.stereo[:, 1], LINE_RATE, r.said) if r is not None else {}
         row["talk_over_ms"] = over.get(row["turn"])
+        # the line attributes an onset inside the caller's speech to no reply: the recording says it was a cut-in
+        cut_ins = cut_in_turns(r.stereo[:, 1], LINE_RATE, r.said) if r is not None else set()
+        row["false_cut_in"] = bool(row.get("false_cut_in")) or row["turn"] in cut_ins
         row["audio_gaps"] = _gaps_per_turn(r).get(row["turn"], 0) if r is not None else None
         rb = next((b for b in (readbacks or {}).get(row["call_id"], []) if b.turn == row["turn"]), None)
         row["readback_text"] = None if rb is None else rb.text
@@ -228,6 +231,7 @@ def line_run_summary(events: list[Event], rows: list[dict[str, Any]], results: S
     s["answers"] = _answers(events, rows, truth) if readback else None
     answered = [r for r in rows if r["expect"] != "no_interrupt"]
     s["talk_over_ms"] = latency_stats([r["talk_over_ms"] for r in answered if r.get("talk_over_ms") is not None])
+    s["false_cut_ins"] = sum(1 for r in rows if r.get("false_cut_in"))
     s["false_barge_in_rule"] = {"by": "clear, or silence", "stop_silence_ms": rule.stop_silence_ms,
                                 "grace_ms": rule.grace_ms}
     s["line"] = line_summary([r.line for r in results])

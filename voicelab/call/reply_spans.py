@@ -1,5 +1,6 @@
 """What the recorded line alone says about turn-taking: which caller turn a stretch of the agent's audio
-answers, how long the agent talked over the caller, and whether it fell silent on a backchannel.
+answers, how long the agent talked over the caller, whether it began to speak inside the caller's sentence, and
+whether it fell silent on a backchannel.
 
 Pure numpy over the bot channel (int16) with the onset rule of `voicelab.measure.onset`, so these figures
 are re-derivable from calls/<id>.wav and calls/<id>.json alone, like the truth analyzer's.
@@ -37,6 +38,15 @@ def reply_spans(bot: np.ndarray, sr: int, said: Sequence[Utterance]) -> dict[int
     for on, off in onset.segments(bot, sr):
         out.setdefault(reply_turn(said, on), []).append((on, off))
     return out
+
+
+def cut_in_turns(bot: np.ndarray, sr: int, said: Sequence[Utterance]) -> set[int]:
+    """The answered caller turns (no `expect`) inside whose true speech the agent began a stretch of speech: a
+    reply to half a sentence (the line's false cut-in). Stretches the agent began before the caller spoke are
+    talk-over, not cut-ins; barge-ins and backchannels are judged by their own figures."""
+    ons = [on for on, _ in onset.segments(bot, sr)]
+    return {u.turn for u in said if u.expect is None
+            and any(u.speech_start_s < on < u.speech_end_s for on in ons)}
 
 
 def talk_over_ms(bot: np.ndarray, sr: int, said: Sequence[Utterance]) -> dict[int, float]:

@@ -43,6 +43,8 @@ def test_a_clean_call_is_flagged_by_nothing() -> None:
 
 def test_each_behaviour_raises_its_own_detector() -> None:
     assert raised(call("cuts-in", COUGH, replace(ANSWERED, talk_over_ms=450.0), BARGE)) == {"false_cut_in"}
+    # a reply begun in the caller's pause and cut off before the caller went on: no talk-over, still a cut-in
+    assert raised(call("cuts-in", COUGH, replace(ANSWERED, cut_in=True), BARGE)) == {"false_cut_in"}
     assert raised(call("deaf", COUGH, ANSWERED, replace(BARGE, stop_latency_ms=1800.0))) == {"late_stop"}
     assert raised(call("deaf", COUGH, ANSWERED, replace(BARGE, stop_latency_ms=None, talk_over_ms=2100.0))) \
         == {"late_stop"}

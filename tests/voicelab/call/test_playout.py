@@ -8,7 +8,7 @@ import pytest
 from voicelab.call.line import LineStats, line_summary
 from voicelab.call.playout_queue import PlayoutQueue
 from voicelab.call.readback import match_template, score_words
-from voicelab.call.reply_spans import reply_spans, reply_turn, silence_stops, talk_over_ms
+from voicelab.call.reply_spans import cut_in_turns, reply_spans, reply_turn, silence_stops, talk_over_ms
 from voicelab.measure.truth import Utterance
 from voicelab.speech.text import recognizer_text
 
@@ -117,6 +117,16 @@ def test_talk_over_counts_bot_audio_inside_caller_speech() -> None:
     bot = _track(8000, 5.0, [(2.5, 3.25)])  # stopped 250 ms into the barge-in
     over = talk_over_ms(bot, 8000, said)
     assert over[0] == 0.0 and over[1] == pytest.approx(250, abs=10)
+
+
+def test_a_stretch_begun_inside_an_answered_turn_is_a_cut_in() -> None:
+    said = [Utterance(0, 1.0, 4.0), Utterance(1, 6.0, 7.0, "interrupt"), Utterance(2, 8.0, 9.0, "no_interrupt")]
+    # a reply begun in the caller's pause (2.5 s), one begun before a barge-in, one under a backchannel
+    bot = _track(8000, 10.0, [(2.5, 2.9), (4.5, 6.3), (8.5, 9.5)])
+    assert cut_in_turns(bot, 8000, said) == {0}
+    # the agent already talking when the caller began is talk-over, not a cut-in
+    assert cut_in_turns(_track(8000, 6.0, [(0.5, 1.5)]), 8000, said[:1]) == set()
+    assert cut_in_turns(_track(8000, 6.0, [(4.3, 5.0)]), 8000, said[:1]) == set()
 
 
 def test_silence_after_a_backchannel_is_a_stop_and_a_pause_between_sentences_is_not() -> None:
