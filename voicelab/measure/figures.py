@@ -111,7 +111,7 @@ _CATALOGUE: list[Figure] = [
                   ReportSummary("FAR p50", 2, "far_ms.p50"), ReportSummary("FAR p95", 3, "far_ms.p95"),
                   ReportTurn(3), ReportLineTurn(3))),
     Figure("false_cut_in", "flag", "lower", "the bot's audio started inside this turn's caller speech (ground truth)",
-           lambda t: t.cut_in, "bool",
+           lambda t: t.cut_in, "bool", line="recording",
            summary=(Summary("false_cut_ins", "count of turns", lambda s: s.count("false_cut_in"), 47),),
            views=(Flag("false cut-in", 0), Overall("false cut-ins", 9, "false_cut_ins"),
                   Result("false_cut_ins", "false cut-ins", "false cut-ins", 16, "false_cut_ins", "count",

@@ -13,6 +13,7 @@ from voicelab.analysis import load_run
 from voicelab.analysis.compare import NOT_MEASURED, compare_runs, row_cells
 from voicelab.analysis.report import build_report
 from voicelab.call.line_run import load_line_fixtures, run_line_calls
+from voicelab.measure.figures import line_not_measured
 
 
 @pytest.mark.slow
@@ -20,7 +21,9 @@ def test_report_and_compare_mark_what_the_line_cannot_see(tmp_path: Path) -> Non
     with serving(ToneAgent()) as url:
         run, _ = run_line_calls(url, load_line_fixtures(["single_question"]), tmp_path, readback=False)
     summary = json.loads((run / "summary.json").read_text())
-    for key in ("false_cut_ins", "stt_wer", "tool_calls", "revisions", "answers", "far_breakdown_ms"):
+    assert summary["false_cut_ins"] == 0 and "false_cut_ins" not in summary["not_measured"]  # from the recording
+    assert [k for k in summary["not_measured"] if k != "answers"] == list(line_not_measured())
+    for key in ("stt_wer", "tool_calls", "revisions", "answers", "far_breakdown_ms"):
         assert summary[key] is None and key in summary["not_measured"]
     page = build_report(run).read_text()
     assert "The phone line" in page and page.count(NOT_MEASURED) >= 4

@@ -193,9 +193,15 @@ def test_views_read_what_exists() -> None:
         assert f.part_of is None or catalogue.figure(f.part_of).computed
 
 
+# figures a line run has learned to read from its recording since the committed line run was recorded
+LEARNED_SINCE_LINE_CALL = ("false_cut_ins",)
+
+
 def test_line_runs_leave_out_what_the_committed_line_runs_do() -> None:
     s = json.loads((ROOT / "docs" / "runs" / "line_call" / "summary.json").read_text())
-    assert [k for k in s["not_measured"] if k != "answers"] == list(catalogue.line_not_measured())
+    then = [k for k in s["not_measured"] if k != "answers"]
+    assert [k for k in then if k not in LEARNED_SINCE_LINE_CALL] == list(catalogue.line_not_measured())
+    assert all(k not in catalogue.line_not_measured() for k in LEARNED_SINCE_LINE_CALL)
 
 
 # ---- one writer, one direction ------------------------------------------------------------------------------
