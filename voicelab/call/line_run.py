@@ -93,11 +93,11 @@ def play_all(url: str, plan: Sequence[tuple[str, Fixture]], opts: CallOptions, w
              cpus_per_call: float = 1.0) -> tuple[list[CallResult], MachineLoad | None]:
     """Every call of the plan, `concurrency` at once: from this process, with the machine's load meanwhile
     (`voicelab.runs.machine_probe`), or with `ray` (the joined module) each from a Ray task
-    (`voicelab.call.ray_calls`; the load is then not measured: the calls' loops are the tasks')."""
+    (`voicelab.call.ray_calls`; each task measures its own call, and the run's load is the busiest call's)."""
     if ray is not None:
         from voicelab.call.ray_calls import play_all_ray
 
-        return play_all_ray(ray, url, plan, opts, writer, concurrency, cpus_per_call, on_done), None
+        return play_all_ray(ray, url, plan, opts, writer, concurrency, cpus_per_call, on_done)
     return asyncio.run(measured(_play_here(url, plan, opts, writer, concurrency, on_done)))
 
 

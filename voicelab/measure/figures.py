@@ -423,7 +423,7 @@ _CATALOGUE: list[Figure] = [
     Figure("machine", "verdict", "", "the machine while the run lasted: quiet or busy, the event loop's lag and "
                                      "the share of the CPU other processes took (voicelab.measure.machine_load)",
            summary=(Summary("machine", "set by the run: verdict, loop_lag_ms (p50, p95, max, n), others_cpu_share, "
-                                       "own_cpu_share, cores, seconds (null where not measured: calls on Ray)",
+                                       "own_cpu_share, cores, seconds (calls on Ray: the busiest call's, each task's own probe)",
                             None, 100),), line=_EVENTS, views=(Overall("machine", 30, "machine", "machine"),)),
 ]
 

@@ -159,6 +159,17 @@ class MachineLoad:
         }
 
 
+def busiest(loads: Sequence[MachineLoad | None]) -> MachineLoad | None:
+    """The load of a run whose calls each measured their own machine (calls played as Ray tasks, each with its
+    own loop and process): the busiest call's. A run is busy when any of its calls was, and its figures are
+    read as that call's machine allows; None when no call measured anything."""
+    seen = [m for m in loads if m is not None and m.verdict is not None]
+    if not seen:
+        return None
+    return max(seen, key=lambda m: (m.verdict == BUSY, m.cpu.others if m.cpu else 0.0,
+                                    m.lag.p95_ms if m.lag else 0.0))
+
+
 def verdict_of(machine: Any) -> str | None:
     """The verdict of a summary.json `machine` value; None when the run did not measure it (an older run)."""
     v = machine.get("verdict") if isinstance(machine, Mapping) else None

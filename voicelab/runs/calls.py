@@ -218,8 +218,8 @@ def run_config(config: PipelineConfig | Mapping[str, Any], fixtures: Sequence[Fi
             record = {**_driver_record(cfg, fxs), "ray": ray_address, "cpus_per_call": cpus_per_call}
 
             def play(folder: RunFolder, writer: EventWriter) -> tuple[list[Event], MachineLoad | None]:
-                # the calls' loops run in Ray tasks, and Ray's workers here would count as others: not measured
-                return run_calls_ray(ray, cfg, fxs, folder, writer, progress, repeat, cpus_per_call, **call_kw), None
+                # each Ray task measures its own call's machine: the run's load is the busiest call's
+                return run_calls_ray(ray, cfg, fxs, folder, writer, progress, repeat, cpus_per_call, **call_kw)
         folder = RunFolder.create(run_dir)
         stack.callback(logger.remove, logger.add(str(run_dir / "pipecat.log"), level="WARNING"))
         config_json = folder.write_config({**record, "repeat": repeat}, command)

@@ -16,11 +16,13 @@ from rich.progress import Progress
 
 from voicelab.fixtures import Fixture, load_fixture
 from voicelab.measure.events import Event, EventWriter
+from voicelab.measure.machine_load import MachineLoad, busiest
 from voicelab.pipeline.assembly import run_call
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.pipeline.resources import Resources
 from voicelab.runs.cluster import task_error
 from voicelab.runs.folder import RunFolder
+from voicelab.runs.machine_probe import measured
 from voicelab.runs.plan import call_ids, error_row
 
 
@@ -35,21 +37,23 @@ def _ray_call(cfg: PipelineConfig, fixture_path: str, call_id: str, call_kw: Map
         fx = load_fixture(Path(fixture_path))
         res = Resources(cfg)
         try:
-            result = asyncio.run(run_call(fx, cfg, res, call_id, **call_kw))
+            # the task's own loop and process: other tasks on this machine are others, as they are to the call
+            result, machine = asyncio.run(measured(run_call(fx, cfg, res, call_id, **call_kw)))
         finally:
             res.close()
     finally:
         logger.remove(sink)
     return {"events": result.log.events, "stereo": result.stereo, "sample_rate": result.sample_rate,
-            "meta": result.meta, "warnings": "".join(warnings)}
+            "meta": result.meta, "warnings": "".join(warnings), "machine": machine}
 
 
 def run_calls_ray(ray: Any, cfg: PipelineConfig, fixtures: Sequence[Fixture], folder: RunFolder,
                    writer: EventWriter, progress: Progress | None, repeat: int = 1, cpus_per_call: float = 1.0,
-                   **call_kw: Any) -> list[Event]:
+                   **call_kw: Any) -> tuple[list[Event], MachineLoad | None]:
     """Every call of the plan as a Ray task (`_ray_call`, `cpus_per_call` reserved each; Ray decides how many
     play at once). The driver writes each call's WAV as it comes back and the events in plan order; a task that
-    fails is an error row, as a local call's exception is."""
+    fails is an error row, as a local call's exception is. Each task measures its machine while its call plays
+    (`voicelab.runs.machine_probe`); the run's load is the busiest call's (`machine_load.busiest`)."""
     call_kw.pop("concurrency", None)
     plan = call_ids(fixtures, repeat)
     task = progress.add_task(f"{cfg.slug()} · Ray", total=len(plan)) if progress is not None else None
@@ -60,6 +64,7 @@ def run_calls_ray(ray: Any, cfg: PipelineConfig, fixtures: Sequence[Fixture], fo
     out: list[Event] = []
     pending = list(refs)
     written = 0  # calls whose events are in events.jsonl: a prefix of the plan
+    loads: list[MachineLoad | None] = []
     while pending:
         done, pending = ray.wait(pending, num_returns=1)
         i = index[done[0]]
@@ -70,6 +75,7 @@ def run_calls_ray(ray: Any, cfg: PipelineConfig, fixtures: Sequence[Fixture], fo
             if got["warnings"]:
                 logger.opt(raw=True).log("WARNING", got["warnings"])
             back[i] = list(got["events"])
+            loads.append(got.get("machine"))
         except Exception as exc:  # a RayTaskError wraps the call's own exception; a dead worker is one too
             back[i] = [error_row(call_id, task_error(exc))]
         while written in back:
@@ -79,4 +85,4 @@ def run_calls_ray(ray: Any, cfg: PipelineConfig, fixtures: Sequence[Fixture], fo
             written += 1
         if progress is not None and task is not None:
             progress.advance(task)
-    return out
+    return out, busiest(loads)

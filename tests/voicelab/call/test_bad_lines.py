@@ -219,6 +219,7 @@ def test_calls_placed_from_ray_tasks_make_the_same_folder(tmp_path: Path) -> Non
     assert json.loads((run / "config.json").read_text())["ray"] is True
     summary = json.loads((run / "summary.json").read_text())
     assert summary["calls"] == 2 and summary["calls_failed"] == 0 and summary["far_ms"]["n"] == 2
+    assert summary["machine"]["verdict"] in ("quiet", "busy")  # each task's probe; the run's: the busiest call's
     assert sorted(p.name for p in (run / "calls").glob("*.wav")) == ["r1-00-single_question.wav",
                                                                      "r2-00-single_question.wav"]
     events = [json.loads(ln) for ln in (run / "events.jsonl").read_text().splitlines()]

@@ -18,6 +18,7 @@ from voicelab.measure.machine_load import (
     LoopLag,
     MachineLoad,
     ProcStatError,
+    busiest,
     cpu_ticks,
     cpu_use,
     loop_lag,
@@ -190,3 +191,19 @@ def test_like_against_like_or_an_unmeasured_run_can_be_compared() -> None:
     assert mismatch(quiet, quiet, "a", "b") is None
     assert mismatch(None, busy, "a", "b") is None  # a run from before the probe
     assert mismatch(quiet, {"verdict": None}, "a", "b") is None
+
+
+def test_a_run_of_ray_tasks_reads_as_its_busiest_call() -> None:
+    quiet, crowded, laggy = _load(0.02, 0.3), _load(0.6, 0.3), _load(0.3, 0.3, p95=40.0)
+    assert busiest([]) is None and busiest([None, MachineLoad(None, None, 0.0)]) is None
+    assert busiest([quiet, None]) is quiet
+    assert busiest([quiet, crowded, quiet]) is crowded and crowded.verdict == BUSY
+    # among busy calls, the one others crowded most; among quiet ones, the one whose loop lagged most
+    assert busiest([laggy, crowded]) is crowded
+    assert busiest([quiet, _load(0.02, 0.3, p95=5.0)]).lag.p95_ms == 5.0
+
+
+@given(st.lists(st.tuples(st.floats(0, 0.9), st.floats(0, 40)), min_size=1, max_size=8))
+def test_the_busiest_call_is_busy_whenever_any_call_is(readings: list[tuple[float, float]]) -> None:
+    loads = [_load(o, 0.1, p95=p) for o, p in readings]
+    assert (busiest(loads).verdict == BUSY) == any(m.verdict == BUSY for m in loads)

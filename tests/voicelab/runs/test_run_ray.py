@@ -23,6 +23,7 @@ from engines.local.engine import TINY_MODELS
 from voicelab.analysis.tables import is_finished
 from voicelab.cli.app import app
 from voicelab.measure.events import Event, read_events
+from voicelab.measure.machine_load import CpuUse, LoopLag, MachineLoad
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.runs import cluster
 from voicelab.runs.calls import run_fixtures
@@ -55,6 +56,9 @@ class _FakeRay:
 
     def __init__(self, fail: set[str]) -> None:
         self.fail = fail
+        # what each task's probe read: alpha on a quiet machine, gamma beside another job
+        self.loads = {"00-alpha": MachineLoad(LoopLag(0.5, 2.0, 4.0, 100), CpuUse(0.05, 0.3, 2), 10.0),
+                      "02-gamma": MachineLoad(LoopLag(3.0, 25.0, 60.0, 100), CpuUse(0.6, 0.3, 2), 10.0)}
         self.inits = self.shutdowns = 0
         self.initialized = False
 
@@ -83,7 +87,7 @@ class _FakeRay:
             raise RuntimeError("worker exploded")
         return {"events": [Event(ref, -1, 0, "call_start"), Event(ref, 0, 5, "call_end")],
                 "stereo": np.zeros((160, 2), dtype=np.int16), "sample_rate": 16000, "meta": {"fixture": ref},
-                "warnings": ""}
+                "warnings": "", "machine": self.loads.get(ref)}
 
 
 def test_driver_writes_events_in_plan_order_and_a_failed_task_as_an_error_row(tmp_path: Path) -> None:
@@ -91,12 +95,14 @@ def test_driver_writes_events_in_plan_order_and_a_failed_task_as_an_error_row(tm
     folder = RunFolder.create(tmp_path / "run")
     ray = _FakeRay(fail={"01-beta"})
     with folder.events_writer() as writer:
-        events = run_calls_ray(ray, PipelineConfig(), fixtures, folder, writer, None, concurrency=1)
+        events, machine = run_calls_ray(ray, PipelineConfig(), fixtures, folder, writer, None, concurrency=1)
     assert [e.call_id for e in events] == ["00-alpha", "00-alpha", "01-beta", "02-gamma", "02-gamma"]
     assert [e.call_id for e in read_events(folder.path / EVENTS)] == [e.call_id for e in events]
     err = events[2]
     assert err.kind == "error" and err.payload == {"where": "call", "message": "RuntimeError: worker exploded"}
     assert sorted(p.name for p in (folder.path / "calls").glob("*.wav")) == ["00-alpha.wav", "02-gamma.wav"]
+    # each task measured its own call's machine: the run reads as its busiest call
+    assert machine is ray.loads["02-gamma"] and machine.verdict == "busy"
 
 
 def test_nested_joins_share_one_ray_instance(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -134,6 +140,7 @@ def test_two_calls_on_local_ray_make_one_sealed_run_folder(tmp_path: Path) -> No
     assert sorted(p.stem for p in (root / "calls").glob("*.wav")) == plan
     summary = json.loads((root / SUMMARY).read_text())
     assert summary["calls"] == 2 and summary["turns"] == 2
+    assert summary["machine"]["verdict"] in ("quiet", "busy") and summary["machine"]["loop_lag_ms"]["n"] > 0
     # every caller clip played in both calls; whether the bot answered within the caller's patience is the
     # machine's: beside the suite's other worker and a busy loop, a cold Ray worker's first call ran its VAD
     # 18 s behind the caller's audio and ended unanswered (the summary counts only the turns answered)
