@@ -43,7 +43,7 @@ from voicelab.analysis.fault_flags import (  # noqa: E402
     markdown,
 )
 from voicelab.analysis.tables import is_finished  # noqa: E402
-from voicelab.measure.audio_gaps import gaps  # noqa: E402
+from voicelab.measure.audio_gaps import gaps, unexplained  # noqa: E402
 
 FIXTURE = ROOT / "benchmarks" / "fixtures" / "planted_faults"
 AGENT = ROOT / "examples" / "pipecat_phone_agent.py"
@@ -111,8 +111,11 @@ def read_calls(run: Path, fault: str) -> list[CallFacts]:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
         call_id = meta_path.stem
         bot, sr = sf.read(run / "calls" / f"{call_id}.wav", dtype="int16")
+        # the cuts the agent's own clears made are no lost packets (run folders from before the line logged
+        # its clears have none to leave out)
+        found = unexplained(gaps(bot[:, 1], sr), meta.get("clears_heard_s", []))
         out.append(CallFacts.from_run(fault, str(run.name), call_id, meta, rows_by_call.get(call_id, []),
-                                      len(gaps(bot[:, 1], sr))))
+                                      len(found)))
     return out
 
 

@@ -13,7 +13,7 @@ check the lab already reports for a line run (`voicelab call`):
 | `revision` | the agent dropped its audio (`clear`) while it was heard and the caller had been silent for 1 s: it cut itself off (the line's `clears_unprompted`) | revises |
 | `unanswered` | a caller turn that should get a reply got none, in a call that did not fail | mute-turn |
 | `failed_call` | the call failed on the line (the agent hung up mid-call, ...) | drops |
-| `audio_gaps` | the agent's replies have a cut to silence of 150-400 ms (`voicelab.measure.audio_gaps`) | garbled |
+| `audio_gaps` | the agent's replies have a cut to silence of 150-400 ms that no `clear` of its own made (`voicelab.measure.audio_gaps`) | garbled |
 
 Every flag on the clean agent's calls is a false alarm. Precision of a detector: of the calls it flags, the share
 of its own fault; recall: of its fault's calls, the share it flags; both with Wilson 95 % intervals.
@@ -40,7 +40,7 @@ DETECTORS = {
     "revision": "a clear while the agent was heard and the caller silent for 1 s (it cut itself off)",
     "unanswered": "a turn that should get a reply got none (the call did not fail)",
     "failed_call": "the call failed on the line",
-    "audio_gaps": "a cut to silence of 150-400 ms inside the agent's replies",
+    "audio_gaps": "a cut to silence of 150-400 ms inside the agent's replies that none of its own clears made",
 }
 EXPECTED = {"false_cut_in": "cuts-in", "late_stop": "deaf", "false_barge_in": "jumpy", "far_vs_clean": "slow",
             "expectations": "wrong-fact", "revision": "revises", "unanswered": "mute-turn", "failed_call": "drops",

@@ -184,6 +184,7 @@ class _Call:
                 self.log.log(K.INTERRUPTION, self.bot_turn, {"bot_speaking": False, "by": "clear",
                                                              "dropped_ms": dropped_ms}, t_ns=t_ns)
             else:
+                self.line.heard_clears_s.append(t_ns / _NS)  # its cut is no lost packet (audio_gaps.unexplained)
                 if not caller_spoke(t_ns / _NS, self.log.utterances):  # the agent cut itself off: a revision
                     self.line.clears_unprompted += 1
                 if self.open_clear is None:  # a stop or a pause: the next clear_pause_s tell

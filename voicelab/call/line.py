@@ -46,6 +46,7 @@ class LineStats:
     clears: int = 0
     clears_resumed: int = 0  # clears the agent's audio came back after within clear_pause_s: pauses, not stops
     clears_unprompted: int = 0  # clears while the agent was heard and the caller silent (caller_spoke)
+    heard_clears_s: list[float] = field(default_factory=list)  # when each clear while the agent was heard came
     cleared_ms: float = 0.0
     marks_received: int = 0
     marks_played: int = 0

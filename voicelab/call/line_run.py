@@ -31,6 +31,7 @@ from voicelab.call.pacing import LINE_RATE
 from voicelab.call.readback import ReadBack, Recognizer, read_back, score_reply_words
 from voicelab.call.reply_spans import cut_in_turns, reply_spans, reply_turn, silence_stops, talk_over_ms
 from voicelab.fixtures.format import Fixture, load_fixture, select
+from voicelab.measure.audio_gaps import Gap, unexplained
 from voicelab.measure.audio_gaps import gaps as audio_gaps
 from voicelab.measure.events import Event, EventKind, EventWriter, read_events
 from voicelab.measure.figures import SummaryData, line_columns, line_not_measured
@@ -133,10 +134,15 @@ def _after_call_rows(result: CallResult, rule: BargeInRule) -> list[Event]:
     return out
 
 
+def _line_gaps(result: CallResult) -> list[Gap]:
+    """The agent's audio gaps on the recording, less the cuts its own clears made (`audio_gaps.unexplained`)."""
+    return unexplained(audio_gaps(result.stereo[:, 1], LINE_RATE), result.line.heard_clears_s)
+
+
 def _gaps_per_turn(result: CallResult) -> dict[int, int]:
     """The agent's audio gaps counted for the caller turn whose reply they fall in (-1: the greeting)."""
     out: dict[int, int] = {}
-    for g in audio_gaps(result.stereo[:, 1], LINE_RATE):
+    for g in _line_gaps(result):
         turn = reply_turn(result.said, g.start_s)
         out[turn] = out.get(turn, 0) + 1
     return out
@@ -158,7 +164,8 @@ def _call_meta(result: CallResult, readback: list[ReadBack] | None, url: str) ->
         "schedule": [{"turn": c.turn, "start_s": round(c.start_s, 3), "reason": c.reason, "note": c.note}
                      for c in result.scheduler.scheduled()],
         "talk_over_ms": {str(k): v for k, v in talk_over_ms(bot, LINE_RATE, result.said).items()},
-        "audio_gaps": [{"start_s": round(g.start_s, 3), "ms": g.ms} for g in audio_gaps(bot, LINE_RATE)],
+        "audio_gaps": [{"start_s": round(g.start_s, 3), "ms": g.ms} for g in _line_gaps(result)],
+        "clears_heard_s": [round(t, 3) for t in result.line.heard_clears_s],
         "line": line_summary([result.line]),
         "readback": None if readback is None else [r.to_dict() for r in readback],
         "scenario": task_outcome(result),
@@ -237,7 +244,7 @@ def line_run_summary(events: list[Event], rows: list[dict[str, Any]], results: S
     s["line"] = line_summary([r.line for r in results])
     s["calls_failed"] = sum(1 for r in results if r.failure)
     s["clears_unprompted"] = sum(r.line.clears_unprompted for r in results)
-    s["audio_gaps"] = sum(len(audio_gaps(r.stereo[:, 1], LINE_RATE)) for r in results)
+    s["audio_gaps"] = sum(len(_line_gaps(r)) for r in results)
     s["failures"] = [f"{r.call_id}: {r.url}: {r.failure}" for r in results if r.failure]
     s["tasks"] = task_summary(results)  # scenario calls' outcomes (done, not done, gave up); None: none listened
     return s

@@ -7,6 +7,11 @@ sound on both sides: the `edge_ms` just before it and just after it each have an
 That is what tells a gap from a pause: speech fades into a pause between words and sentences (the window
 before it is quiet), while a cut leaves the audio at full level up to the silence. A silence shorter than
 `min_s` is a stop closure, one longer than `max_s` a turn's end.
+
+A cut the agent asked for is no lost packet: on a phone line the agent's `clear` empties the carrier's queue at
+once, and when its next words follow within `max_s` the recording shows the same cut. `unexplained` leaves out
+the gaps that begin at a clear the line logged while the agent was heard (a revision or a pause, judged by their
+own figures).
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ class GapRule:
 
 
 RULE = GapRule()
+# a clear empties the queue, but the frame already playing plays out (20 ms on the line; a second frame of slack)
+CLEAR_BEFORE_S, CLEAR_AFTER_S = 0.02, 0.06
 
 
 @dataclass(frozen=True)
@@ -71,6 +78,13 @@ def gaps(samples: np.ndarray, sample_rate: int, rule: GapRule = RULE) -> list[Ga
         if _rms_dbfs(x[a - edge:a]) >= rule.edge_dbfs and _rms_dbfs(x[b:b + edge]) >= rule.edge_dbfs:
             out.append(Gap(a / sample_rate, b / sample_rate))
     return out
+
+
+def unexplained(found: list[Gap], clears_s: list[float], before_s: float = CLEAR_BEFORE_S,
+                after_s: float = CLEAR_AFTER_S) -> list[Gap]:
+    """The gaps that do not begin at one of the agent's clears (`clears_s`, seconds on the same clock): the
+    silence a clear leaves starts when the frame playing at the clear ends."""
+    return [g for g in found if not any(c - before_s <= g.start_s <= c + after_s for c in clears_s)]
 
 
 def gaps_per_turn(found: list[Gap], reply_turn: dict[int, list[tuple[float, float]]]) -> dict[int, int]:

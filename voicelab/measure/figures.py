@@ -390,7 +390,7 @@ _CATALOGUE: list[Figure] = [
     Figure("false_barge_in_by", "label", "", "what showed the false barge-in: the agent's clear, or its silence",
            "the line run (voicelab.call.line_run)", line="recording", views=(ReportLineTurn(10),)),
     Figure("audio_gaps", "count", "lower", "cuts to silence of 150-400 ms inside the agent's reply to this turn, as lost "
-                                          "packets sound (voicelab.measure.audio_gaps)",
+                                          "packets sound, less those its own clears made (voicelab.measure.audio_gaps)",
            "the line run (voicelab.call.line_run)", line="recording",
            summary=(Summary("audio_gaps", "count in the agent's audio over the calls, the greeting's included (set by "
                                           "the line run)", None, 96),),

@@ -5,10 +5,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from voicelab.measure.audio_gaps import RULE, Gap, gaps, gaps_per_turn
+from voicelab.measure.audio_gaps import (
+    CLEAR_AFTER_S,
+    CLEAR_BEFORE_S,
+    RULE,
+    Gap,
+    gaps,
+    gaps_per_turn,
+    unexplained,
+)
 
 SR = 8000
 
@@ -68,3 +76,23 @@ def test_gaps_are_counted_for_the_reply_they_fall_in() -> None:
     found = [Gap(1.0, 1.2), Gap(5.5, 5.7), Gap(9.0, 9.2)]
     replies = {-1: [(0.5, 3.0)], 0: [(5.0, 6.0), (6.5, 8.0)], 1: [(10.0, 11.0)]}
     assert gaps_per_turn(found, replies) == {-1: 1, 0: 1, 1: 0}
+
+
+def test_a_cut_the_agents_clear_made_is_no_lost_packet() -> None:
+    x = tone(3.0)
+    x[SR // 2:SR // 2 + 1600] = 0  # a packet lost at 0.5 s
+    x[2 * SR:2 * SR + 2000] = 0  # the agent cleared its audio at 1.98 s and spoke again 250 ms on
+    found = gaps(x, SR)
+    assert [g.start_s for g in found] == [0.5, 2.0]
+    assert unexplained(found, [1.98]) == [Gap(0.5, 0.7)]
+    assert unexplained(found, []) == found
+    assert unexplained(found, [1.0, 2.5]) == found  # clears elsewhere explain nothing
+
+
+@given(st.floats(0.0, 10.0), st.floats(-0.5, 0.5))
+def test_a_gap_is_explained_only_by_a_clear_just_before_it(start: float, offset: float) -> None:
+    # at the window's very edges the float sums round either way: those are not what the rule is about
+    assume(abs(offset - CLEAR_AFTER_S) > 1e-6 and abs(offset + CLEAR_BEFORE_S) > 1e-6)
+    g = Gap(start, start + 0.2)
+    explained = not unexplained([g], [start - offset])
+    assert explained == (-CLEAR_BEFORE_S <= offset <= CLEAR_AFTER_S)
