@@ -91,8 +91,8 @@ class CallFacts:
         reasons = {s["turn"]: s["reason"] for s in meta.get("schedule", [])}
         turns = tuple(TurnSeen(
             turn=int(r["turn"]), expect=r.get("expect"), far_ms=r.get("far_ms"), talk_over_ms=r.get("talk_over_ms"),
-            cut_in=bool(r.get("false_cut_in")), stop_latency_ms=r.get("stop_latency_ms"), false_barge_in=bool(r.get("false_barge_in")),
-            checks_failed=_failed_checks(r.get("expectations")),
+            stop_latency_ms=r.get("stop_latency_ms"), false_barge_in=bool(r.get("false_barge_in")),
+            checks_failed=_failed_checks(r.get("expectations")), cut_in=bool(r.get("false_cut_in")),
             bot_was_replying=reasons.get(int(r["turn"])) == "rule") for r in sorted(rows, key=lambda r: r["turn"]))
         return CallFacts(fault, run, call_id, meta.get("status") == "failed", turns,
                          int(meta.get("line", {}).get("clears_unprompted") or 0), audio_gaps)
