@@ -185,15 +185,17 @@ def _turn_rows(events: list[Event], results: Sequence[CallResult],
                readbacks: dict[str, list[ReadBack]] | None) -> list[dict[str, Any]]:
     """turn_table's rows with the line's columns: talk-over and the read-back reply with its score."""
     by_id = {r.call_id: r for r in results}
+    # each call's recording is read once: talk-over, cut-ins and gaps per turn
+    heard = {r.call_id: (talk_over_ms(r.stereo[:, 1], LINE_RATE, r.said),
+                         cut_in_turns(r.stereo[:, 1], LINE_RATE, r.said), _gaps_per_turn(r)) for r in results}
     rows = turn_table(events)
     for row in rows:
         r = by_id.get(row["call_id"])
-        over = talk_over_ms(r.stereo[:, 1], LINE_RATE, r.said) if r is not None else {}
+        over, cut_ins, gaps = heard.get(row["call_id"], ({}, set(), None))
         row["talk_over_ms"] = over.get(row["turn"])
         # the line attributes an onset inside the caller's speech to no reply: the recording says it was a cut-in
-        cut_ins = cut_in_turns(r.stereo[:, 1], LINE_RATE, r.said) if r is not None else set()
         row["false_cut_in"] = bool(row.get("false_cut_in")) or row["turn"] in cut_ins
-        row["audio_gaps"] = _gaps_per_turn(r).get(row["turn"], 0) if r is not None else None
+        row["audio_gaps"] = None if gaps is None else gaps.get(row["turn"], 0)
         rb = next((b for b in (readbacks or {}).get(row["call_id"], []) if b.turn == row["turn"]), None)
         row["readback_text"] = None if rb is None else rb.text
         row["answer_text"] = None if rb is None else rb.text
