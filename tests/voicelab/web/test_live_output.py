@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 from pipecat.frames.frames import (
+    Frame,
     InterruptionFrame,
     OutputAudioRawFrame,
     TTSAudioRawFrame,
@@ -23,6 +24,7 @@ from pipecat.frames.frames import (
 )
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams
+from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.tests.utils import SleepFrame, run_test
 from pipecat.transports.base_transport import TransportParams
 from pipecat.transports.smallwebrtc.transport import RawAudioTrack
@@ -67,6 +69,24 @@ async def _pull(track: RawAudioTrack, sent: list[np.ndarray]) -> None:
         sent.append(frame.to_ndarray().reshape(-1).astype(np.int16))
 
 
+class PacketCount(FrameProcessor):
+    """Between the output and `LivePlayout`: how many packets the track had sent when each pause, resume or
+    interruption came through the output. A count of packets, not a time, so a late puller on a busy machine
+    moves the count, never what the test concludes from it."""
+
+    def __init__(self, sent: list[np.ndarray]) -> None:
+        super().__init__()
+        self._sent = sent
+        self.at: dict[str, int] = {}
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
+        await super().process_frame(frame, direction)
+        for kind in (PlayoutPauseFrame, PlayoutResumeFrame, InterruptionFrame):
+            if isinstance(frame, kind):
+                self.at.setdefault(kind.__name__, len(self._sent))
+        await self.push_frame(frame, direction)
+
+
 def _speech(seconds: float, seed: int) -> np.ndarray:
     """Loud audio with no zero sample: the sent stream's non-zero samples are exactly the bot's audio."""
     rng = np.random.default_rng(seed)
@@ -87,8 +107,9 @@ def _frames(audio: np.ndarray, middle: list[Any]) -> list[Any]:
             TTSStoppedFrame(context_id="x"), SleepFrame(sleep=0.8)]
 
 
-async def _play(frames: list[Any]) -> tuple[np.ndarray, LivePlayout, CallLog]:
-    """Run the frames through output + LivePlayout; the samples sent (a 10 ms packet each) and the ledger."""
+async def _play(frames: list[Any]) -> tuple[np.ndarray, LivePlayout, CallLog, dict[str, int]]:
+    """Run the frames through output + LivePlayout; the samples sent (a 10 ms packet each), the ledger, and the
+    packets sent when each pause, resume or interruption had passed the output (`PacketCount`)."""
     log = CallLog("live")
     client = TrackClient()
     params = TransportParams(audio_out_enabled=True, audio_out_sample_rate=SR, audio_out_10ms_chunks=1,
@@ -96,9 +117,10 @@ async def _play(frames: list[Any]) -> tuple[np.ndarray, LivePlayout, CallLog]:
     out = PausableWebRTCOutput(client, params)
     playout = LivePlayout(log, SR, tick_ms=10, lag_ms=60)
     sent: list[np.ndarray] = []
+    count = PacketCount(sent)
     puller = asyncio.get_running_loop().create_task(_pull(client.track, sent))
     try:
-        await run_test(Pipeline([out, playout]), frames_to_send=frames,
+        await run_test(Pipeline([out, count, playout]), frames_to_send=frames,
                        pipeline_params=PipelineParams(audio_out_sample_rate=SR))
     finally:
         puller.cancel()
@@ -106,7 +128,12 @@ async def _play(frames: list[Any]) -> tuple[np.ndarray, LivePlayout, CallLog]:
             await puller
     playout.finish()
     assert all(p.size == CHUNK for p in sent)
-    return np.concatenate(sent), playout, log
+    return np.concatenate(sent), playout, log, count.at
+
+
+def _audio_packets(sent: np.ndarray, start: int, end: int) -> int:
+    """Packets [start, end) that carry any of the bot's audio."""
+    return int(np.count_nonzero(sent[start * CHUNK:end * CHUNK].reshape(-1, CHUNK).any(axis=1)))
 
 
 def _runs(nonzero: np.ndarray) -> list[tuple[int, int]]:
@@ -120,8 +147,13 @@ async def test_live_pause_then_resume_sends_every_sample_once_and_logs_the_gap()
     audio = _speech(1.0, seed=2)
     frames = _frames(audio, [SleepFrame(sleep=0.3), PlayoutPauseFrame(reason="test"), SleepFrame(sleep=0.5),
                              PlayoutResumeFrame(reason="test")])
-    sent, playout, log = await _play(frames)
+    sent, playout, log, at = await _play(frames)
     assert np.array_equal(sent[sent != 0], audio)  # nothing repeated, nothing missing: resumed at the next sample
+    # while paused the track sends silence: at most the one 10 ms chunk already handed to it goes out. Counted
+    # in packets between the pause and the resume passing the output, not in time: how late the pause or the
+    # packets come on a busy machine (over 40 ms late in a loaded CI run) is the machine's, not the pause's
+    p, r = at["PlayoutPauseFrame"], at["PlayoutResumeFrame"]
+    assert r > p and _audio_packets(sent, p, r) <= 1
     runs = _runs(sent != 0)
     holes = [b[0] - a[1] for a, b in zip(runs, runs[1:], strict=False)]
     # the pause's hole is the longest; any other is an underrun, a write later than the track's 10 ms, which is
@@ -131,7 +163,6 @@ async def test_live_pause_then_resume_sends_every_sample_once_and_logs_the_gap()
     resume = next(e for e in log.events if e.kind == K.PLAYOUT_RESUME)
     assert pause.payload["reason"] == "test" and resume.payload["reason"] == "test"
     gap = resume.payload["gap_ms"]
-    assert gap >= 500 - 20  # the pause asked for, less a timer's granularity; how much later is the machine's
     assert gap == pytest.approx(hole_ms, abs=25)  # the ledger's gap is the silence the browser got
     # the ledger's pause point is the end of the audio sent: the server's track stops there
     track = playout.track.buf
@@ -149,16 +180,20 @@ async def test_live_interruption_during_a_pause_sends_nothing_more() -> None:
     audio = _speech(1.0, seed=3)
     frames = _frames(audio, [SleepFrame(sleep=0.3), PlayoutPauseFrame(reason="test"), SleepFrame(sleep=0.3),
                              InterruptionFrame(), SleepFrame(sleep=0.5)])
-    sent, playout, log = await _play(frames)
+    sent, playout, log, at = await _play(frames)
     played = sent[sent != 0]
-    assert 0 < played.size < audio.size // 2  # the second word never went out
+    assert 0 < played.size < audio.size  # the reply was cut
+    assert _audio_packets(sent, at["PlayoutPauseFrame"], len(sent) // CHUNK) <= 1  # nothing after the pause's chunk
     assert np.array_equal(played, audio[: played.size])  # a clean prefix
     pause = next(e for e in log.events if e.kind == K.PLAYOUT_PAUSE)
     track = playout.track.buf
     assert np.flatnonzero(track)[-1] / SR == pytest.approx(pause.t_ns / 1e9, abs=0.015)
     assert np.array_equal(track[track != 0], played)  # what went out is all the server heard, up to the pause
     stop = next(e for e in log.events if e.kind == K.PLAYOUT_STOP)
-    assert stop.payload["interrupted"] and stop.payload["played"] == "one"  # the context keeps the heard word
+    # the context keeps the words heard: the second starts after the first half of the audio
+    half = audio.size // 2
+    heard = {"one"} if played.size < half else {"one two"} if played.size > half else {"one", "one two"}
+    assert stop.payload["interrupted"] and stop.payload["played"] in heard
     assert not any(e.kind == K.PLAYOUT_RESUME for e in log.events)
     kinds = [e.kind for e in log.events if e.kind in (K.PLAYOUT_PAUSE, K.PLAYOUT_STOP)]
     assert kinds == [K.PLAYOUT_PAUSE, K.PLAYOUT_STOP]  # paused, then cut: in that order
