@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+import resource
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -60,6 +65,13 @@ LONG_FILES = (
 )
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: a worker per core and one more. Most of the slow tests play calls in real time and wait on the
+    clock; with a worker per core two cores stood idle a quarter of the time (910 s quiet), with one more they are
+    busy and the suite took 684 s (docs/decisions/suite-ten-minutes.md)."""
+    return (os.cpu_count() or 1) + 1
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     rank = {path: i for i, path in enumerate(LONG_FILES)}
 
@@ -70,3 +82,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             return len(LONG_FILES)
 
     items.sort(key=first)  # stable: a file's tests, and the other files, keep their order
+
+
+# `pytest --cpu-times FILE`: each test's CPU seconds (its worker's and the child processes it waited for) appended
+# to FILE as JSON lines, beside its wall seconds. The suite is CPU-bound at three workers on two cores, so its time
+# is set by CPU, not by how long the calls play: this says which tests spend it.
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--cpu-times", default=None, help="append each test's CPU and wall seconds to this JSON-lines file")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    path = item.config.getoption("--cpu-times")
+    if not path:
+        yield
+        return
+    before = _cpu_s(), time.monotonic()
+    yield
+    cpu, wall = _cpu_s() - before[0], time.monotonic() - before[1]
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"test": item.nodeid, "cpu_s": round(cpu, 2), "wall_s": round(wall, 2)}) + "\n")
+
+
+def _cpu_s() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
