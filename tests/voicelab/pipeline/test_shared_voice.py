@@ -3,9 +3,13 @@ synthesize at the same time (espeak-ng is process-global)."""
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
+import weakref
 from collections.abc import Iterator
+
+import pytest
 
 from voicelab.pipeline.services.shared_voice import SerializedVoice, serialized
 
@@ -66,3 +70,30 @@ def test_other_voices_have_their_own_lock() -> None:
     v1, v2 = CountingVoice(), CountingVoice()
     assert serialized(v1)._lock is not serialized(v2)._lock
     assert serialized(None) is None
+
+
+def test_a_voice_collected_while_another_is_registered_does_not_hang(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A garbage collection inside `serialized` (set off by the allocations of the finalizer it registers) runs a
+    collected voice's finalizer on the same thread. With a guard lock around the table that finalizer waited for
+    its own thread for good: a call hung, idle, in a CI run. Here the collection is made to come at that moment."""
+    register = weakref.finalize
+
+    def collect_then_register(*args: object) -> weakref.finalize:
+        gc.collect()  # what an allocation past the collector's threshold does
+        return register(*args)
+
+    dead = CountingVoice()
+    dead.cycle = dead  # type: ignore[attr-defined]  # only the cyclic collector frees it
+    serialized(dead)
+    del dead
+    monkeypatch.setattr(weakref, "finalize", collect_then_register)
+    done = threading.Event()
+
+    def register_a_new_voice() -> None:
+        serialized(CountingVoice())
+        done.set()
+
+    worker = threading.Thread(target=register_a_new_voice, daemon=True)
+    worker.start()
+    worker.join(timeout=30)  # a deadlock never ends: 30 s is no bound on the machine's speed
+    assert done.is_set()

@@ -14,8 +14,6 @@ from collections.abc import Iterator
 from typing import Any
 
 _LOCKS: dict[int, threading.Lock] = {}  # id(voice) -> its lock, dropped when the voice goes
-_LOCKS_GUARD = threading.Lock()
-
 
 class SerializedVoice:
     """A voice whose phonemize and synthesis steps hold `lock` (see the module doc)."""
@@ -46,14 +44,11 @@ def serialized(voice: Any) -> Any:
     if isinstance(voice, SerializedVoice) or voice is None:
         return voice
     key = id(voice)  # PiperVoice is an unhashable dataclass: keyed by identity, forgotten when it is collected
-    with _LOCKS_GUARD:
-        lock = _LOCKS.get(key)
-        if lock is None:
-            lock = _LOCKS[key] = threading.Lock()
-            weakref.finalize(voice, _forget, key)
+    # no lock around the table: `setdefault` and `pop` are atomic. A guard lock here once hung a call for good: the
+    # finalizer's allocations set off a garbage collection, which ran a collected voice's `_forget`, which waited for
+    # the guard its own thread held
+    new = threading.Lock()
+    lock = _LOCKS.setdefault(key, new)
+    if lock is new:
+        weakref.finalize(voice, _LOCKS.pop, key, None)
     return SerializedVoice(voice, lock)
-
-
-def _forget(key: int) -> None:
-    with _LOCKS_GUARD:
-        _LOCKS.pop(key, None)
