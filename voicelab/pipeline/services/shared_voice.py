@@ -45,7 +45,7 @@ def serialized(voice: Any) -> Any:
         return voice
     key = id(voice)  # PiperVoice is an unhashable dataclass: keyed by identity, forgotten when it is collected
     # no lock around the table: `setdefault` and `pop` are atomic. A guard lock here once hung a call for good: the
-    # finalizer's allocations set off a garbage collection, which ran a collected voice's `_forget`, which waited for
+    # finalizer's allocations set off a garbage collection, which ran a collected voice's finalizer, which waited for
     # the guard its own thread held
     new = threading.Lock()
     lock = _LOCKS.setdefault(key, new)
