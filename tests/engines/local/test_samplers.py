@@ -132,26 +132,20 @@ def test_cancel_stops_within_one_step(tiny_diffusion: Path, sampler: str) -> Non
     eng = Engine(load(tiny_diffusion), sampler, SamplerConfig(canvas=64, block_size=4, threshold=0.999,
                                                               steps_per_block=4, draft_threshold=0.999))
 
-    async def go() -> tuple[int, int, float, float]:
+    async def go() -> tuple[int, int]:
         gen = eng.generate(MSGS)
         n = 0
-        step_times: list[float] = []
-        t_prev = time.monotonic()
-        cancel_at = 0.0
         async for _snap in gen:
             n += 1
-            now = time.monotonic()
-            step_times.append(now - t_prev)
-            t_prev = now
             if n == 3:
                 gen.cancel()
-                cancel_at = time.monotonic()
-        return n, gen.snapshots, time.monotonic() - cancel_at, max(step_times)
+        return n, gen.snapshots
 
-    n, produced, after, slowest = asyncio.run(go())
+    # counted in steps, not timed: how long a step takes is the machine's (the old bound, the slowest step plus
+    # 50 ms, was one on the machine)
+    n, produced = asyncio.run(go())
     assert n == 3  # nothing is yielded after cancel
     assert produced <= 3  # and no further step was run
-    assert after <= slowest + 0.05
 
 
 async def _cancel_while_consuming(gen: Any, ready: Callable[[int], bool], timeout: float) -> tuple[int, float]:
