@@ -157,6 +157,9 @@ def weight_files(folder: Path) -> list[Path]:
     return files
 
 
+META_BYTES = 256 * 1024 * 1024  # weights larger than this: the model is built on the meta device
+
+
 def load(folder: str | Path, device: str | None = None, dtype: torch.dtype | None = None) -> Checkpoint:
     """Load a checkpoint folder; bf16 on a GPU, fp32 on the CPU unless dtype says otherwise."""
     folder = Path(folder)
@@ -175,11 +178,15 @@ def load(folder: str | Path, device: str | None = None, dtype: torch.dtype | Non
                               f"config.json mask_token_id {config.mask_token_id}")
     dev = pick_device(device)
     dtype = dtype or (torch.bfloat16 if dev.type == "cuda" else torch.float32)
-    with torch.device("meta"):
+    files = weight_files(folder)
+    if sum(f.stat().st_size for f in files) > META_BYTES:  # a real model: no memory for weights about to be replaced
+        with torch.device("meta"):
+            model = LLaDAModel(config)
+    else:  # a small one initialises in milliseconds, where torch's first use of the meta device takes about 1 s
         model = LLaDAModel(config)
     expected = {n: p.shape for n, p in model.named_parameters()}
     state: dict[str, torch.Tensor] = {}
-    for f in weight_files(folder):
+    for f in files:
         try:
             part = load_file(str(f), device="cpu")
         except (SafetensorError, OSError) as e:

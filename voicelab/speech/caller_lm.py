@@ -18,7 +18,7 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 
 from engines.shop.corpus import generate
 from voicelab.speech.text import recognizer_text
@@ -81,3 +81,10 @@ class CallerLM:
                 p = BACKOFF * BACKOFF * (self.unigrams[w[i]] + 1) / self._unseen_denominator
             out += math.log(p)
         return out
+
+
+@cache
+def corpus_lm(n: int = 24000, seed: int = 0) -> CallerLM:
+    """`CallerLM.from_corpus(n, seed)`, built once a process and shared: nothing changes it after it is built
+    (`logprob` only reads), and building it costs about a second of CPU, which every recogniser paid again."""
+    return CallerLM.from_corpus(n, seed)

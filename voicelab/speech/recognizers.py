@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from voicelab.speech import whisper_base
-from voicelab.speech.caller_lm import CallerLM
+from voicelab.speech.caller_lm import corpus_lm
 from voicelab.speech.moonshine import MoonshineRecognizer
 from voicelab.speech.whisper import RecognizerError, WhisperRecognizer
 
@@ -22,5 +22,5 @@ def make_recognizer(kind: str, cpu_threads: int = 2, beam_size: int = 1,
         if kind == "whisper-base":  # its model folder is assembled at the first use
             model_path, name = whisper_base.packaged_model_path(), whisper_base.NAME
         return WhisperRecognizer(model_path, cpu_threads=cpu_threads, beam_size=beam_size, name=name,
-                                 lm=CallerLM.from_corpus() if lm_weight > 0 else None, lm_weight=lm_weight)
+                                 lm=corpus_lm() if lm_weight > 0 else None, lm_weight=lm_weight)
     raise RecognizerError(f"recognizer: '{kind}' is not one of {', '.join(KINDS)}")

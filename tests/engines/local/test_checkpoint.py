@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from engines.errors import CheckpointError
+from engines.local import checkpoint
 from engines.local.checkpoint import load, weight_files
 from tests.conftest import make_checkpoint
 
@@ -35,6 +36,20 @@ def test_sharded_round_trip(tmp_path: Path) -> None:
     ids = torch.tensor([ck.tokenizer.encode_chat([{"role": "user", "content": "hello"}])])
     assert torch.equal(ck.model(ids), ck2.model(ids))
     assert ck.device.type == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def test_a_large_checkpoint_is_built_on_the_meta_device_and_loads_the_same(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Weights over `META_BYTES` are loaded into a model built on the meta device (no memory spent on an
+    initialisation they replace); a small model is built on the CPU. Both give the same model."""
+    folder = make_checkpoint(tmp_path / "ck", shards=2)
+    small = load(folder)
+    monkeypatch.setattr(checkpoint, "META_BYTES", 0)  # this one counts as large
+    large = load(folder)
+    for (n1, p1), (n2, p2) in zip(small.model.state_dict().items(), large.model.state_dict().items(), strict=True):
+        assert n1 == n2 and torch.equal(p1, p2) and p2.device.type != "meta"
+    ids = torch.tensor([small.tokenizer.encode_chat([{"role": "user", "content": "hello"}])])
+    assert torch.equal(small.model(ids), large.model(ids))
 
 
 def test_single_file_layout_loads(tmp_path: Path) -> None:

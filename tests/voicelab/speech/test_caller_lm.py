@@ -9,7 +9,7 @@ import pytest
 
 from voicelab.fixtures.format import FIXTURES_ROOT, load_fixture
 from voicelab.pipeline.config import PipelineConfig, PipelineConfigError
-from voicelab.speech.caller_lm import DEFAULT_LM_WEIGHT, CallerLM
+from voicelab.speech.caller_lm import DEFAULT_LM_WEIGHT, CallerLM, corpus_lm
 from voicelab.speech.text import recognizer_text
 from voicelab.speech.wer import word_error_rate
 from voicelab.speech.whisper import RecognizerError, WhisperRecognizer
@@ -32,6 +32,8 @@ def test_the_corpus_model_prefers_a_callers_words_to_a_garble() -> None:
     assert lm.logprob("can you check my order 3 9 2 7 1".split()) > lm.logprob("can you kick my all the same in 042"
                                                                               .split())
     assert 0 < DEFAULT_LM_WEIGHT < 1
+    shared = corpus_lm(n=4000)  # what recognisers use: built once a process, the same counts
+    assert shared is corpus_lm(n=4000) and shared.trigrams == lm.trigrams and shared.unigrams == lm.unigrams
 
 
 class PreferLast:
