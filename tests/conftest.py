@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import resource
 import time
 from collections.abc import Iterator
@@ -63,13 +62,6 @@ LONG_FILES = (
     "tests/repo/test_doc_examples.py",
     "tests/voicelab/turnbench/test_call_timing.py",
 )
-
-
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto`: a worker per core and one more. Most of the slow tests play calls in real time and wait on the
-    clock; with a worker per core two cores stood idle a quarter of the time (910 s quiet), with one more they are
-    busy and the suite took 684 s (docs/decisions/suite-ten-minutes.md)."""
-    return (os.cpu_count() or 1) + 1
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
