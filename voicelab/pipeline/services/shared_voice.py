@@ -15,6 +15,7 @@ from typing import Any
 
 _LOCKS: dict[int, threading.Lock] = {}  # id(voice) -> its lock, dropped when the voice goes
 
+
 class SerializedVoice:
     """A voice whose phonemize and synthesis steps hold `lock` (see the module doc)."""
 
