@@ -10,6 +10,11 @@ precision and recall with Wilson 95 % intervals are written. `voicelab compare C
 far_p50:+500ms` is run on each variant's first run folder against the clean agent's: its exit status is the
 run-level FAR gate.
 
+`--agent booking` does the same for `examples/pipecat_booking_agent.py` (its LLM the lab's loopback mock engine),
+called by the listening caller of `booking_table_scenario`, for the faults it plants its own way (`wrong-fact`
+reads back another day, `mute-turn` ignores the caller's second turn) and the clean agent; its run folders go
+under `--out`/booking.
+
     .venv/bin/python benchmarks/planted_faults.py --reps 5 --out runs/planted_faults \
         --json benchmarks/results/planted_faults.json --markdown benchmarks/results/planted_faults.md
 """
@@ -24,6 +29,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -45,12 +53,29 @@ from voicelab.analysis.fault_flags import (  # noqa: E402
 from voicelab.analysis.tables import is_finished  # noqa: E402
 from voicelab.measure.audio_gaps import gaps, unexplained  # noqa: E402
 
-FIXTURE = ROOT / "benchmarks" / "fixtures" / "planted_faults"
-AGENT = ROOT / "examples" / "pipecat_phone_agent.py"
 PY = Path(sys.executable)
 VOICELAB = PY.parent / "voicelab"
 FAR_GATE = "far_p50:+500ms"
 NO_REPLY_MS = 10000  # a turn waits this long for a reply (a slow agent on a busy machine is not a mute one)
+
+
+@dataclass(frozen=True)
+class Agent:
+    """An agent under test: its script, the fixture that calls it, and the faults the bench plants in it."""
+
+    script: Path
+    fixture: str  # a folder, or a fixture name `voicelab call` resolves
+    faults: tuple[str, ...]
+    needs_llm: bool = False  # started with --llm-url of a loopback `voicelab mock-engine`
+    subdir: str = ""  # its run folders under --out
+
+
+AGENTS = {
+    "phone": Agent(ROOT / "examples" / "pipecat_phone_agent.py",
+                   str(ROOT / "benchmarks" / "fixtures" / "planted_faults"), FAULTS),
+    "booking": Agent(ROOT / "examples" / "pipecat_booking_agent.py", "booking_table_scenario",
+                     ("none", "wrong-fact", "mute-turn"), needs_llm=True, subdir="booking"),
+}
 
 
 def _free_port() -> int:
@@ -81,24 +106,34 @@ def calls_made(out: Path, fault: str) -> int:
     return sum(len(list((r / "calls").glob("*.json"))) for r in run_folders(out, fault))
 
 
-def call_variant(out: Path, fault: str, reps: int, log: Path) -> None:
-    """Start the agent with the fault and play the fixture `reps` times to it (one `voicelab call`)."""
+@contextmanager
+def _serving(argv: list[str], log: Any) -> Iterator[int]:
+    """Run `argv --port P` from the repository root until the block ends; yield P once it listens."""
     port = _free_port()
-    with log.open("ab") as lf:
-        agent = subprocess.Popen([str(PY), str(AGENT), "--port", str(port), "--fault", fault], cwd=ROOT,
-                                 stdout=lf, stderr=lf)
+    proc = subprocess.Popen([*argv, "--port", str(port)], cwd=ROOT, stdout=log, stderr=log)
+    try:
+        _wait_port(port, proc)
+        yield port
+    finally:
+        proc.terminate()
         try:
-            _wait_port(port, agent)
-            subprocess.run([str(VOICELAB), "call", f"ws://127.0.0.1:{port}/media-stream", str(FIXTURE),
-                            "--repeat", str(reps), "--no-reply-timeout-ms", str(NO_REPLY_MS), "--out", str(out / fault)], cwd=ROOT, stdout=lf, stderr=lf,
-                           check=False)
-        finally:
-            agent.terminate()
-            try:
-                agent.wait(15)
-            except subprocess.TimeoutExpired:
-                agent.kill()
-                agent.wait(15)
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(15)
+
+
+def call_variant(agent: Agent, out: Path, fault: str, reps: int, log: Path) -> None:
+    """Start the agent with the fault (and its mock LLM, if it has one) and play the fixture `reps` times to it
+    (one `voicelab call`)."""
+    with log.open("ab") as lf:
+        llm = _serving([str(VOICELAB), "mock-engine"], lf) if agent.needs_llm else nullcontext(None)
+        with llm as llm_port:
+            extra = ["--llm-url", f"http://127.0.0.1:{llm_port}/v1"] if llm_port else []
+            with _serving([str(PY), str(agent.script), "--fault", fault, *extra], lf) as port:
+                subprocess.run([str(VOICELAB), "call", f"ws://127.0.0.1:{port}/media-stream", agent.fixture,
+                                "--repeat", str(reps), "--no-reply-timeout-ms", str(NO_REPLY_MS),
+                                "--out", str(out / fault)], cwd=ROOT, stdout=lf, stderr=lf, check=False)
 
 
 def read_calls(run: Path, fault: str) -> list[CallFacts]:
@@ -149,13 +184,17 @@ def load_markdown(loads: dict[str, list[dict[str, Any]]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--agent", choices=list(AGENTS), default="phone", help="the agent under test")
     ap.add_argument("--reps", type=int, default=5, help="calls per variant (in all, counting earlier passes)")
-    ap.add_argument("--faults", nargs="*", default=list(FAULTS))
+    ap.add_argument("--faults", nargs="*", help="the variants to call (default: every fault the agent plants)")
     ap.add_argument("--out", type=Path, default=ROOT / "runs" / "planted_faults")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--markdown", type=Path)
     ap.add_argument("--no-calls", action="store_true", help="only read the run folders already under --out")
     args = ap.parse_args(argv)
+    agent = AGENTS[args.agent]
+    args.faults = args.faults or list(agent.faults)
+    args.out = args.out / agent.subdir if agent.subdir else args.out
     args.out.mkdir(parents=True, exist_ok=True)
     started = datetime.now(UTC).isoformat(timespec="seconds")
     if not args.no_calls:
@@ -163,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
             left = args.reps - calls_made(args.out, fault)
             if left > 0:
                 print(f"{fault}: {left} calls", flush=True)
-                call_variant(args.out, fault, left, args.out / f"{fault}.log")
+                call_variant(agent, args.out, fault, left, args.out / f"{fault}.log")
     calls = [c for fault in args.faults for run in run_folders(args.out, fault) for c in read_calls(run, fault)]
     flagged = flags(calls)
     table = confusion(flagged)
@@ -173,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
                                          for a in sys.argv]]),
         "started_utc": started, "finished_utc": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"platform": platform.platform(), "machine": platform.machine(), "cpus": os.cpu_count()},
-        "fixture": str(FIXTURE.relative_to(ROOT)), "agent": str(AGENT.relative_to(ROOT)),
+        "fixture": os.path.relpath(agent.fixture, ROOT) if agent.fixture.startswith(str(ROOT)) else agent.fixture,
+        "agent": str(agent.script.relative_to(ROOT)),
         "detectors": {d: {"fault": EXPECTED[d], "doc": doc} for d, doc in DETECTORS.items()},
         "far_gate": {"fail_on": FAR_GATE, "exit_status": gates},
         "machine_load": {fault: machine_load(args.out, fault) for fault in args.faults},

@@ -24,6 +24,7 @@ from voicelab.analysis.tables import is_finished
 from voicelab.cli.common import quiet_pipecat_logs
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind, read_events
+from voicelab.measure.machine_load import BUSY, verdict_of
 from voicelab.measure.recording import Track
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.pipeline.resources import ResourcePool
@@ -207,18 +208,22 @@ def test_browser_session_leaves_a_run_folder_with_client_server_breakdown(
     assert b.jitter_buffer_ms is not None, b
     assert abs(parts - shown) <= RESIDUAL_TOLERANCE_MS + 1.0, (parts, shown, b)
     # each part is what it says: the page hears the bot after the server sent it, the mic end reaches the
-    # server after the page heard it (both within the clock offset's error), the jitter buffer holds audio
-    err = b.offset_error_ms
-    assert err is not None and err < 50, b
-    assert b.uplink_ms is not None and b.uplink_ms > -err - 15, b
-    assert b.downlink_ms is not None and b.downlink_ms > -err, b
-    # the page's jitter buffer (getStats, no clock involved) is the mean wait of the samples played in a
-    # window that closes jb_window_end_ms after the onset; none of them was sent before the onset, so none
-    # waited longer than the onset's downlink (as the clocks measured it) plus that
-    [client_row] = [e for e in read_events(run / "events.jsonl") if e.kind == "client_far" and e.turn == b.turn][:1]
-    window_end = client_row.payload.get("jb_window_end_ms")
-    assert isinstance(window_end, float) and window_end > 0, client_row
-    assert 0 <= b.jitter_buffer_ms <= b.downlink_ms + err + window_end, (b, window_end)
+    # server after the page heard it (both within the clock offset's error), the jitter buffer holds audio.
+    # The server's send times are read on its event loop (`LivePlayout`): on a run that judged its machine busy
+    # they can be seconds late (one loaded run: loop lag up to 1.7 s, the server's onset 3.2 s after the page
+    # heard it), so there only the parts' sum, above, is checked; the run's figures carry the busy mark.
+    if verdict_of(summary.get("machine")) != BUSY:
+        err = b.offset_error_ms
+        assert err is not None and err < 50, b
+        assert b.uplink_ms is not None and b.uplink_ms > -err - 15, b
+        assert b.downlink_ms is not None and b.downlink_ms > -err, b
+        # the page's jitter buffer (getStats, no clock involved) is the mean wait of the samples played in a
+        # window that closes jb_window_end_ms after the onset; none of them was sent before the onset, so none
+        # waited longer than the onset's downlink (as the clocks measured it) plus that
+        [client_row] = [e for e in read_events(run / "events.jsonl") if e.kind == "client_far" and e.turn == b.turn][:1]
+        window_end = client_row.payload.get("jb_window_end_ms")
+        assert isinstance(window_end, float) and window_end > 0, client_row
+        assert 0 <= b.jitter_buffer_ms <= b.downlink_ms + err + window_end, (b, window_end)
 
     page_html = build_report(run).read_text(encoding="utf-8")
     assert "Live sessions: client − server FAR" in page_html and "jitter buffer" in page_html
