@@ -187,7 +187,8 @@ def _share(s: Mapping[str, Any]) -> str:
 
 def markdown(result: Mapping[str, Any]) -> str:
     """The result file's table: calls flagged per fault (rows) and detector (columns), the expected detector's
-    cell in bold; then each detector's precision and recall."""
+    cell in bold; then each detector's precision and recall (a detector whose fault was not called and that
+    flagged no call has neither, and is left out of that list)."""
     dets = list(DETECTORS)
     lines = ["| fault (calls) | " + " | ".join(f"`{d}`" for d in dets) + " |", "|---" * (len(dets) + 1) + "|"]
     for fault, row in result["table"].items():
@@ -196,6 +197,8 @@ def markdown(result: Mapping[str, Any]) -> str:
     lines += ["", "| detector | meant for | flags its fault (recall) | its flags on its fault (precision) |",
               "|---|---|---|---|"]
     for d, s in result["detectors"].items():
+        if s["tp"] + s["fn"] + s["fp"] == 0:
+            continue
         lines.append(f"| `{d}` | {s['fault']} | {s['tp']} of {s['tp'] + s['fn']}: {_share(s['recall'])} | "
                      f"{s['tp']} of {s['tp'] + s['fp']}: {_share(s['precision'])} |")
     clean = result["clean_flagged"]

@@ -99,3 +99,6 @@ def test_precision_and_recall_count_the_flags(calls: list[tuple[str, list[bool]]
     assert out["clean_flagged"]["calls"] == sum(1 for f, _ in calls if f == "none")
     text = markdown(out)
     assert all(f"| {fault} (" in text for fault in out["table"])
+    # a detector is listed with its precision and recall when its fault was called or it flagged a call
+    assert all((f"| `{d}` | {s['fault']} |" in text) == (s["tp"] + s["fn"] + s["fp"] > 0)
+               for d, s in out["detectors"].items())
