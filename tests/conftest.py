@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
 import resource
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+# One thread a process for the models (voicelab.cpu_threads; docs/decisions/suite-ten-minutes.md). The suite runs
+# several workers a core, each starting recognisers, a voice and torch: pools sized for the whole machine in every
+# process waited for each other by spinning, a fifth of the suite's CPU. Set before any test imports torch, and
+# inherited by every command a test starts; a value exported by the caller wins.
+os.environ.setdefault("VOICELAB_CPU_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 def make_checkpoint(folder: Path, causal: bool = False, shift: bool = True, shards: int = 2, seed: int = 0,
@@ -62,6 +70,12 @@ LONG_FILES = (
     "tests/repo/test_doc_examples.py",
     "tests/voicelab/turnbench/test_call_timing.py",
 )
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto` (pyproject.toml): two workers a core. With one thread a process (above) the slow tests mostly wait
+    on real-time audio, and a worker a core left the cores a third idle (docs/decisions/suite-ten-minutes.md)."""
+    return 2 * len(os.sched_getaffinity(0))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -168,7 +168,7 @@ def test_no_turn_taking_rule_in_engines() -> None:
 # (never a higher one, never another package of its own layer), at module level, inside functions or for typing.
 # A module's layer is that of the longest name here it is or lies under ("voicelab" itself names only the package).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("voicelab", "voicelab.gate", "voicelab.pcm"),  # the gate and the sample rate
+    ("voicelab", "voicelab.gate", "voicelab.pcm", "voicelab.cpu_threads"),  # the gate, the sample rate, threads
     ("voicelab.speech",),  # recognisers without pipecat
     ("voicelab.measure",),  # events, the call clock, the figures
     ("voicelab.runs.folder",),  # the run folder's format: written by runs, web and call, read by fixtures import

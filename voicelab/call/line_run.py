@@ -332,7 +332,7 @@ def _whisper() -> Recognizer:
     """The listening caller's ear during the calls: Whisper tiny.en, quick enough not to keep a caller waiting."""
     from voicelab.speech.recognizers import make_recognizer  # ctranslate2: loaded only when listening
 
-    return make_recognizer("whisper", cpu_threads=2)
+    return make_recognizer("whisper")
 
 
 READBACK_RECOGNIZER = "whisper-base"  # docs/decisions/readback-whisper-base.md
@@ -343,4 +343,4 @@ def _reader() -> Recognizer:
     alone; on replies heard through the line it misreads fewer slot words than tiny.en."""
     from voicelab.speech.recognizers import make_recognizer  # ctranslate2: loaded only when reading back
 
-    return make_recognizer(READBACK_RECOGNIZER, cpu_threads=2)
+    return make_recognizer(READBACK_RECOGNIZER)

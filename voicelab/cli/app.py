@@ -22,9 +22,24 @@ from voicelab.cli.common import fail  # noqa: E402
 from voicelab.cli.fixtures import fixtures_app  # noqa: E402
 from voicelab.cli.options import HintingCommand  # noqa: E402
 from voicelab.cli.stt_bench import bench_stt  # noqa: E402
+from voicelab.cpu_threads import CpuThreadsError, configured_threads  # noqa: E402
 
 app = typer.Typer(help="voicelab: a voice-agent latency lab for diffusion text engines.", no_args_is_help=True,
                   pretty_exceptions_enable=False, add_completion=False)
+
+
+@app.callback()
+def _threads() -> None:
+    # VOICELAB_CPU_THREADS (voicelab.cpu_threads) also sizes torch's pool: torch reads OMP_NUM_THREADS when it is
+    # first imported, which every command does after this
+    try:
+        n = configured_threads()
+    except CpuThreadsError as e:
+        fail(str(e))
+    if n is not None:
+        os.environ.setdefault("OMP_NUM_THREADS", str(n))
+
+
 app.command("run", cls=run.RunCommand)(run.run)
 app.command("serve", cls=serve.ServeCommand)(serve.serve)
 app.add_typer(fixtures_app, name="fixtures")

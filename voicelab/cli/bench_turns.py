@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from voicelab.cli.common import fail
+from voicelab.cli.common import fail, threads_option
 
 
 def bench_turns(
@@ -33,7 +33,8 @@ def bench_turns(
     limit: Annotated[int | None, typer.Option(help="only the first N generated cases (a quick look)")] = None,
     resamples: Annotated[int, typer.Option(help="bootstrap resamples for the intervals (0: none)")] = 1000,
     cache: Annotated[Path | None, typer.Option(help="score cache folder (default .cache/turnbench)")] = None,
-    threads: Annotated[int, typer.Option(help="CPU threads for Whisper while filling the cache")] = 2,
+    threads: Annotated[int | None, typer.Option(
+        help="CPU threads for Whisper while filling the cache (default: VOICELAB_CPU_THREADS, else 2)")] = None,
     decision: Annotated[Path | None, typer.Option(
         help="a decision model folder (the shipped layout) to ask about the cached readings instead of the "
              "shipped model")] = None,
@@ -59,6 +60,7 @@ def bench_turns(
     from voicelab.turnbench.cases import CACHE_ROOT
 
     console = Console(stderr=True)
+    threads = threads_option(threads)
     if limit is not None and limit < 1:
         fail("--limit must be at least 1")
     if resamples < 0:

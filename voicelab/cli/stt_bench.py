@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from voicelab.cli.common import fail
+from voicelab.cli.common import fail, threads_option
 
 # == voicelab.sttbench.recogniser_bench's SYSTEMS and GROUPS (a test checks): the CLI starts without the recognisers
 SYSTEMS = ("whisper", "whisper+lm", "whisper-base", "whisper-base+lm", "moonshine", "pocketsphinx")
@@ -30,7 +30,8 @@ def bench_stt(
     group: Annotated[list[str] | None, typer.Option(
         help=f"bench only these of {', '.join(GROUPS)} (repeatable or comma-separated; default: all, the human "
              "set's groups when audio_fixtures/human/ holds them)")] = None,
-    threads: Annotated[int, typer.Option(help="CPU threads for Whisper and Moonshine")] = 2,
+    threads: Annotated[int | None, typer.Option(
+        help="CPU threads for Whisper and Moonshine (default: VOICELAB_CPU_THREADS, else 2)")] = None,
     out: Annotated[Path | None, typer.Option(help="also write the JSON result (summary and every turn) here")]
     = None,
     json_out: Annotated[bool, typer.Option("--json", help="print the summary as a JSON list")] = False,
@@ -46,8 +47,7 @@ def bench_stt(
     from voicelab.speech.whisper import RecognizerError
     from voicelab.sttbench import recogniser_bench as bench
 
-    if threads < 1:
-        fail("--threads must be at least 1")
+    threads = threads_option(threads)
     console = Console(stderr=True)
     try:
         names = bench.parse_systems(systems)

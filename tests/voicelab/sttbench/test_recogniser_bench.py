@@ -14,6 +14,7 @@ import soxr
 from typer.testing import CliRunner
 
 from voicelab.cli.app import app
+from voicelab.cpu_threads import ENV
 from voicelab.fixtures.format import FIXTURES_ROOT, load_fixture
 from voicelab.pipeline.config import PipelineConfig
 from voicelab.speech.transcribed_folder import TranscribedFolderError, load_audio, pair_recordings
@@ -74,13 +75,14 @@ def test_the_pipelines_default_recogniser_is_marked() -> None:
 
 
 @pytest.mark.slow
-def test_the_command_measures_and_writes_its_document(tmp_path: Path) -> None:
+def test_the_command_measures_and_writes_its_document(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "stt.json"
+    monkeypatch.setenv(ENV, "3")  # no --threads: VOICELAB_CPU_THREADS, recorded as the bench ran
     res = CliRunner().invoke(app, ["bench", "stt", "single_question", "--systems", "whisper,pocketsphinx",
                                    "--out", str(out)])
     assert res.exit_code == 0, res.output
     doc = json.loads(out.read_text())
-    assert doc["versions"] and doc["machine"]["threads"] == 2
+    assert doc["versions"] and doc["machine"]["threads"] == 3
     summary = {(s["system"], s["suite"]): s for s in doc["summary"]}
     assert set(summary) == {("whisper", "synthetic"), ("whisper", "all"), ("pocketsphinx", "synthetic"),
                             ("pocketsphinx", "all")}

