@@ -74,8 +74,9 @@ LONG_FILES = (
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto` (pyproject.toml): two workers a core. With one thread a process (above) the slow tests mostly wait
-    on real-time audio, and a worker a core left the cores a third idle (docs/decisions/suite-ten-minutes.md)."""
-    return 2 * len(os.sched_getaffinity(0))
+    on real-time audio, and a worker a core left the cores a third idle (docs/decisions/suite-ten-minutes.md). At
+    most 16: each worker holds its own models (a few hundred MB), and a big machine has cores to spare anyway."""
+    return min(2 * len(os.sched_getaffinity(0)), 16)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
