@@ -1,7 +1,8 @@
 """How many threads one process's models compute with: `VOICELAB_CPU_THREADS`, read in this one place.
 
-The recognisers (CTranslate2, onnxruntime), the Piper voice and smart-turn (onnxruntime) and the torch engines each
-keep a pool of threads for their matrix work. Two threads is right for one call on an idle 2-core machine. When
+The recognisers (Whisper on CTranslate2, Moonshine on onnxruntime: two threads each), the Piper voice
+(onnxruntime: a thread per core) and the torch engines (a thread per core) each keep a pool of threads for their
+matrix work; Silero and smart-turn already run on one. That is right for one call on an idle machine. When
 several processes share the cores (a test suite with a worker per core, calls side by side, a bench beside a run)
 the pools of different processes wait for each other: CTranslate2's OpenMP threads and onnxruntime's workers spin
 while they wait, so the same work takes more CPU. `VOICELAB_CPU_THREADS=1` gives each process one thread, and the
@@ -16,7 +17,7 @@ import os
 from collections.abc import Mapping
 
 ENV = "VOICELAB_CPU_THREADS"
-DEFAULT = 2  # the recognisers' and voice's pools as every figure so far was measured
+DEFAULT = 2  # the recognisers' pools, as every figure so far was measured (the voice and torch: their own)
 
 
 class CpuThreadsError(ValueError):
