@@ -24,7 +24,7 @@ import argparse
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -225,6 +225,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", default=None, help="write the result as JSON here")
     ap.add_argument("--keep-failures", type=int, default=20,
                     help="failures listed per set in --out's file (the figures count them all)")
+    ap.add_argument("--tool-floor", type=float, default=None,
+                    help="the tool-call check's floor (engines/local/samplers/tool_check.py; default: the model's "
+                         "config.json, 0: off)")
     ap.add_argument("--no-stand-ins", action="store_true",
                     help="read callers' own names as they are (engines/local/open_values.py off)")
     a = ap.parse_args(argv)
@@ -246,7 +249,11 @@ def main(argv: list[str] | None = None) -> None:
             sets["unseen"] = unseen_set()
         if a.set in ("ood", "both", "all"):
             sets["ood"] = ood_set(a.ood_garbled)
+    if a.tool_floor is not None and not 0.0 <= a.tool_floor <= 1.0:
+        raise SystemExit(f"error: --tool-floor must lie in [0, 1], got {a.tool_floor}")
     eng = open_engine(a.model, a.sampler)
+    if a.tool_floor is not None:
+        eng.config = replace(eng.config, tool_floor=a.tool_floor)
     if a.no_stand_ins:
         eng.vocabulary = None
     res = {k: asdict(evaluate(eng, v, a.keep_failures)) for k, v in sets.items()}

@@ -27,9 +27,11 @@ from engines.local import TINY_MODELS
 from engines.local.checkpoint import Checkpoint, load
 from engines.local.input_norm import engine_text
 from engines.local.open_values import StandIns, Vocabulary, read_vocabulary, stand_ins
-from engines.local.samplers import SAMPLERS, Control, SamplerConfig, Special, Step
+from engines.local.samplers import SAMPLERS, Control, SamplerConfig, Special, Step, checked
+from engines.local.tokenizer import ChatTokenizer
 from engines.protocol import Usage
 from engines.snapshot import Snapshot
+from engines.tool_span import CLOSE, OPEN
 
 
 class Generation:
@@ -41,7 +43,7 @@ class Generation:
         self.prompt = prompt
         self.shown = shown or {}  # token -> the caller's word it stands in for (engines/local/open_values.py)
         self.control = Control()
-        self._steps: Iterator[Step] = SAMPLERS[engine.sampler](
+        self._steps: Iterator[Step] = checked(SAMPLERS[engine.sampler])(
             engine.ckpt.model, prompt, engine.special, cfg, self.control)
         self.t_start_ns = time.monotonic_ns()
         self._step_ns = int(cfg.step_ms * 1e6)
@@ -121,7 +123,10 @@ class Engine:
         mask_id = tok.mask_id if tok.mask_id is not None else ckpt.model.config.mask_token_id
         # config.json's eos (LLaDA pads answers with <|endoftext|>) ends an answer as well as the
         # tokenizer's own end tokens (<|eot_id|>)
-        self.special = Special(mask_id, frozenset(tok.stop_ids | {ckpt.model.config.eos_token_id}))
+        said = _voicelab_section(ckpt).get("reprompt", "")
+        self.special = Special(mask_id, frozenset(tok.stop_ids | {ckpt.model.config.eos_token_id}),
+                               *_tool_tokens(tok),
+                               tuple(tok.encode(said)) + (ckpt.model.config.eos_token_id,) if said else ())
         # the corpus-trained tiny models (their config.json has a "voicelab" section) read callers' words in the
         # corpus's form: the input normaliser rewrites the form at this edge (docs/decisions/input-normaliser.md)
         self.normalize_input = _has_voicelab_section(ckpt)
@@ -223,13 +228,24 @@ class Engine:
         self.executor.shutdown(wait=False, cancel_futures=True)
 
 
+def _tool_tokens(tok: ChatTokenizer) -> tuple[frozenset[int], frozenset[int]]:
+    """The tokens that open a tool span (their text starts with "[") and those that close one (they hold "]")."""
+    pieces = [(i, tok.piece(i)) for i in range(tok.vocab_size)]
+    return (frozenset(i for i, p in pieces if p.lstrip().startswith(OPEN)),
+            frozenset(i for i, p in pieces if CLOSE in p))
+
+
 def _has_voicelab_section(ckpt: Checkpoint) -> bool:
     return "voicelab" in json.loads((ckpt.folder / "config.json").read_text())
 
 
+def _voicelab_section(ckpt: Checkpoint) -> dict:
+    return json.loads((ckpt.folder / "config.json").read_text()).get("voicelab", {})
+
+
 def _voicelab_defaults(ckpt: Checkpoint) -> dict:
-    """Canvas and block size from config.json's "voicelab" section (the tiny models carry one)."""
-    cfg = json.loads((ckpt.folder / "config.json").read_text()).get("voicelab", {})
+    """Sampler settings from config.json's "voicelab" section (the tiny models carry one)."""
+    cfg = _voicelab_section(ckpt)
     return {k: v for k, v in cfg.items() if k in SamplerConfig.__dataclass_fields__}
 
 

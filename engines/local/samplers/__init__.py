@@ -2,6 +2,7 @@
 
 from engines.local.samplers import autoregressive, low_confidence, revising, threshold
 from engines.local.samplers.base import Control, SamplerConfig, Special, Step
+from engines.local.samplers.tool_check import checked
 
 SAMPLERS = {
     "low_confidence": low_confidence.sample,
@@ -10,4 +11,4 @@ SAMPLERS = {
     "autoregressive": autoregressive.sample,
 }
 
-__all__ = ["SAMPLERS", "Control", "SamplerConfig", "Special", "Step"]
+__all__ = ["SAMPLERS", "Control", "SamplerConfig", "Special", "Step", "checked"]

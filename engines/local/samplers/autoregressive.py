@@ -29,7 +29,9 @@ def sample(model: LLaDAModel, prompt: list[int], special: Special, cfg: SamplerC
         if ctl.cancelled.is_set():
             return
         probs = torch.softmax(logits, -1)
-        if cfg.temperature > 0:
+        if i == 0 and cfg.first_token is not None:
+            tok = cfg.first_token
+        elif cfg.temperature > 0:
             tok = int(torch.multinomial(torch.softmax(logits / cfg.temperature, -1), 1, generator=gen))
         else:
             tok = int(probs.argmax())

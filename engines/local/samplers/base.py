@@ -27,6 +27,11 @@ class SamplerConfig:
     max_post_edit_steps: int = 4  # revising: verification passes after a block has no masks left
     temperature: float = 0.0
     seed: int = 0
+    # the least probability the model must give every token of an answer's leading tool call before the call is
+    # shown (engines/local/samplers/tool_check.py); below it the answer is decoded again without a tool call; 0: off
+    tool_floor: float = 0.0
+    # the answer's first token, given (a vetoed tool call's answer starts from the model's best other first token)
+    first_token: int | None = None
     # the least wall time per step (ms), so the tiny model can stand in for a real one's step time (an 8B
     # model on a GPU takes tens of ms per step); the engine waits, the sampler does not change; 0: off
     step_ms: float = 0.0
@@ -39,6 +44,7 @@ class Control:
         self._lock = threading.Lock()
         self._pinned = 0
         self.cancelled = threading.Event()
+        self.tool_scores: list[float] = []  # the tool-call check's score of each span it checked (tool_check.py)
 
     def pin(self, n: int) -> None:
         with self._lock:
@@ -75,6 +81,11 @@ class Sampler(Protocol):
 class Special:
     mask_id: int
     stop_ids: frozenset[int]
+    tool_open: frozenset[int] = frozenset()  # tokens that open a tool span ("[": engines/tool_span.py)
+    tool_close: frozenset[int] = frozenset()  # tokens that hold its closing "]"
+    # what the engine says instead of a tool call it vetoed, ending in an end token (empty: the model's own
+    # answer without a tool call; engines/local/samplers/tool_check.py)
+    reprompt: tuple[int, ...] = ()
 
 
 class Canvas:
@@ -86,6 +97,8 @@ class Canvas:
         self.P = len(prompt)
         self.L = cfg.canvas
         self.x = torch.tensor(prompt + [special.mask_id] * self.L, device=dev)[None]
+        if cfg.first_token is not None:
+            self.x[0, self.P] = cfg.first_token
         self.shift = 1 if model.config.logits_shift else 0
         self.cache: KVCache | None = None
         self.forwards = 0
