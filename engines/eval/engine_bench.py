@@ -63,6 +63,9 @@ DEFAULT_RUNS = [
     ("diffusion", "low_confidence", {}),
     ("diffusion", "revising", {}),
     ("ar", "autoregressive", {}),
+    # the tool-call check off (engines/local/samplers/tool_check.py): what it costs, side by side
+    ("diffusion", "threshold", {"tool_floor": 0.0}),
+    ("ar", "autoregressive", {"tool_floor": 0.0}),
 ]
 
 

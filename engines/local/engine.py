@@ -124,8 +124,8 @@ class Engine:
         # config.json's eos (LLaDA pads answers with <|endoftext|>) ends an answer as well as the
         # tokenizer's own end tokens (<|eot_id|>)
         said = _voicelab_section(ckpt).get("reprompt", "")
-        self.special = Special(mask_id, frozenset(tok.stop_ids | {ckpt.model.config.eos_token_id}),
-                               *_tool_tokens(tok),
+        opens, closes = _tool_tokens(tok)
+        self.special = Special(mask_id, frozenset(tok.stop_ids | {ckpt.model.config.eos_token_id}), opens, closes,
                                tuple(tok.encode(said)) + (ckpt.model.config.eos_token_id,) if said else ())
         # the corpus-trained tiny models (their config.json has a "voicelab" section) read callers' words in the
         # corpus's form: the input normaliser rewrites the form at this edge (docs/decisions/input-normaliser.md)

@@ -131,3 +131,14 @@ def test_the_autoregressive_sampler_honours_a_given_first_token(tiny_ar: Path) -
     eng = Engine(load(tiny_ar), "autoregressive")
     snaps = _run(eng, [{"role": "user", "content": "hi"}], first_token=5)
     assert snaps[0].tokens[0] == 5 and not snaps[0].masked[0]
+
+
+def test_a_released_call_shows_the_probabilities_it_was_committed_with(shipped: Engine) -> None:
+    committed: dict[int, float] = {}
+    for s in _run(shipped, CLEAR, tool_floor=0.0):
+        for i, m in enumerate(s.masked):
+            if not m:
+                committed.setdefault(i, s.confidence[i])
+    released = next(s for s in _run(shipped, CLEAR) if s.prefix_len)
+    end = next(i for i, p in enumerate(released.pieces) if "]" in p) + 1
+    assert [released.confidence[i] for i in range(end)] == [committed[i] for i in range(end)]
