@@ -63,8 +63,9 @@ DEFAULT_RUNS = [
     ("diffusion", "low_confidence", {}),
     ("diffusion", "revising", {}),
     ("ar", "autoregressive", {}),
-    # the tool-call check off (engines/local/samplers/tool_check.py): what it costs, side by side
-    ("diffusion", "threshold", {"tool_floor": 0.0}),
+    # the tool-call check (engines/local/samplers/tool_check.py) the other way from each model's default, side by
+    # side: on for the diffusion model at its picked floor, off for the AR model
+    ("diffusion", "threshold", {"tool_floor": 0.83}),
     ("ar", "autoregressive", {"tool_floor": 0.0}),
 ]
 

@@ -37,13 +37,21 @@ def _shown_never_changes(snaps: list[Snapshot]) -> None:
                 assert seen.setdefault(i, t) == t, f"shown position {i} changed at step {s.step}"
 
 
+# the floors picked on the validation split (engines/tiny/stages/tool_floor_*.json); the diffusion model ships with
+# its check off (docs/decisions/tool-call-check.md), so these tests turn it on
+PICKED = {"diffusion": 0.83, "ar": 0.9}
+
+
 @pytest.fixture(scope="module", params=["diffusion", "ar"])
 def shipped(request: pytest.FixtureRequest) -> Engine:
-    return open_engine(request.param)
+    return open_engine(request.param, tool_floor=PICKED[request.param])
 
 
-def test_the_shipped_models_check_tool_calls_by_default(shipped: Engine) -> None:
-    assert shipped.config.tool_floor > 0
+def test_the_shipped_ar_model_checks_its_tool_calls_and_the_diffusion_model_does_not() -> None:
+    assert open_engine("ar").config.tool_floor == PICKED["ar"]
+    assert open_engine("diffusion").config.tool_floor == 0.0
+    for m in PICKED:  # both carry the reprompt, so turning the check on needs the floor alone
+        assert open_engine(m).special.reprompt
 
 
 def test_an_unsure_tool_call_is_vetoed_and_the_answer_asks(shipped: Engine) -> None:
