@@ -23,9 +23,11 @@ bidirectional one, whose canvas falls back into the vetoed call around the new f
 time=5 pm ..." on 15 of 67): hence the reprompt.
 
 Streaming: until the span closes and passes, its positions are reported masked, so no gate releases or pins any
-of it and a veto revises nothing anyone was shown. The check costs the bidirectional model one forward over the
-sequence and one over the span's rows per tool call (nothing for a causal model), and a veto a new decode. The floor is chosen on the validation split
-(engines/tiny/TRAINING.md, "Checking the tool call"); 0 turns the check off.
+of it and a veto revises nothing anyone was shown. The check costs a causal model nothing, a bidirectional model
+one forward over the sequence and one over the span's rows per tool call (on this project's CPU, half the tiny
+diffusion engine's tokens/s, which is why its folder ships the check off), and a veto a new decode. The floor is
+chosen on the validation split (`python -m engines.eval.tool_floor`; docs/decisions/tool-call-check.md); 0 turns
+the check off.
 """
 
 from __future__ import annotations
