@@ -124,6 +124,11 @@ class Engine:
         # config.json's eos (LLaDA pads answers with <|endoftext|>) ends an answer as well as the
         # tokenizer's own end tokens (<|eot_id|>)
         said = _voicelab_section(ckpt).get("reprompt", "")
+        if not isinstance(said, str):
+            raise CheckpointError(f"{ckpt.folder / 'config.json'}: voicelab.reprompt must be text, got {said!r}")
+        if not 0.0 <= self.config.tool_floor <= 1.0:
+            raise CheckpointError(f"{ckpt.folder / 'config.json'}: voicelab.tool_floor must lie in [0, 1], got "
+                                  f"{self.config.tool_floor}")
         opens, closes = _tool_tokens(tok)
         self.special = Special(mask_id, frozenset(tok.stop_ids | {ckpt.model.config.eos_token_id}), opens, closes,
                                tuple(tok.encode(said)) + (ckpt.model.config.eos_token_id,) if said else ())

@@ -28,7 +28,7 @@ class SamplerConfig:
     temperature: float = 0.0
     seed: int = 0
     # the least probability the model must give every token of an answer's leading tool call before the call is
-    # shown (engines/local/samplers/tool_check.py); below it the answer is decoded again without a tool call; 0: off
+    # shown (engines/local/samplers/tool_check.py); below it the engine says its reprompt instead; 0: off
     tool_floor: float = 0.0
     # the answer's first token, given (a vetoed tool call's answer starts from the model's best other first token)
     first_token: int | None = None

@@ -150,3 +150,23 @@ def test_a_released_call_shows_the_probabilities_it_was_committed_with(shipped: 
     released = next(s for s in _run(shipped, CLEAR) if s.prefix_len)
     end = next(i for i, p in enumerate(released.pieces) if "]" in p) + 1
     assert [released.confidence[i] for i in range(end)] == [committed[i] for i in range(end)]
+
+
+@pytest.mark.parametrize(("key", "value", "says"), [("tool_floor", 1.5, "tool_floor must lie in [0, 1]"),
+                                                    ("reprompt", 5, "reprompt must be text")])
+def test_a_bad_check_setting_in_config_json_is_one_clear_error(tiny_diffusion: Path, tmp_path: Path, key: str,
+                                                               value: object, says: str) -> None:
+    import json
+    import re
+    import shutil
+
+    from engines.errors import CheckpointError
+
+    folder = tmp_path / "ckpt"
+    shutil.copytree(tiny_diffusion, folder)
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg.setdefault("voicelab", {})[key] = value
+    (folder / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(CheckpointError, match=re.escape(says)) as e:
+        open_engine(str(folder))
+    assert str(folder / "config.json") in str(e.value)
