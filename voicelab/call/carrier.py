@@ -135,6 +135,8 @@ class _Call:
         if opts.caller is not None:  # the turns grow as the caller listens; self.fixture holds them as played
             self.fixture, self.scheduler = opts.caller(fixture, self.recorder, opts)
         self.tracker = AudibleTracker(LINE_RATE)
+        # the line hears the agent start again only once the onset rule confirms it (see CallerScheduler)
+        self.scheduler.onset_confirm_s = self.tracker.confirm_s
         hexid = uuid.uuid4().hex
         self.ids = protocol.StreamIds(stream_sid=f"MZ{hexid}", call_sid=f"CA{uuid.uuid4().hex}")
         self.clips = [to_int16(t.audio) for t in fixture.turns]

@@ -106,6 +106,11 @@ class AudibleTracker:
         return out
 
     @property
+    def confirm_s(self) -> float:
+        """How long after an onset it is reported: `min_voiced_ms` of sound, and the rest of its last window."""
+        return (self.min_run * self.hop + self.frame - self.half) / self.sr
+
+    @property
     def last_active_s(self) -> float | None:
         return None if self.last_active < 0 else self.last_active * self.hop / self.sr
 
