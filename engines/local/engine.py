@@ -13,6 +13,7 @@ is never blocked by a forward pass, and steps of one engine never overlap.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -43,8 +44,9 @@ class Generation:
         self.prompt = prompt
         self.shown = shown or {}  # token -> the caller's word it stands in for (engines/local/open_values.py)
         self.control = Control()
+        special = engine.checking_special if cfg.tool_floor > 0 else engine.special
         self._steps: Iterator[Step] = checked(SAMPLERS[engine.sampler])(
-            engine.ckpt.model, prompt, engine.special, cfg, self.control)
+            engine.ckpt.model, prompt, special, cfg, self.control)
         self.t_start_ns = time.monotonic_ns()
         self._step_ns = int(cfg.step_ms * 1e6)
         self._due_ns = self.t_start_ns + self._step_ns  # when the next step may be shown (step_ms pacing)
@@ -129,9 +131,8 @@ class Engine:
         if not 0.0 <= self.config.tool_floor <= 1.0:
             raise CheckpointError(f"{ckpt.folder / 'config.json'}: voicelab.tool_floor must lie in [0, 1], got "
                                   f"{self.config.tool_floor}")
-        opens, closes = _tool_tokens(tok)
-        self.special = Special(mask_id, frozenset(tok.stop_ids | {ckpt.model.config.eos_token_id}), opens, closes,
-                               tuple(tok.encode(said)) + (ckpt.model.config.eos_token_id,) if said else ())
+        self.special = Special(mask_id, frozenset(tok.stop_ids | {ckpt.model.config.eos_token_id}),
+                               reprompt=tuple(tok.encode(said)) + (ckpt.model.config.eos_token_id,) if said else ())
         # the corpus-trained tiny models (their config.json has a "voicelab" section) read callers' words in the
         # corpus's form: the input normaliser rewrites the form at this edge (docs/decisions/input-normaliser.md)
         self.normalize_input = _has_voicelab_section(ckpt)
@@ -140,6 +141,14 @@ class Engine:
         self.vocabulary = self._vocabulary(ckpt) if self.normalize_input else None
         self._pieces: dict[int, str] = {}
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"engine-{self.name}")
+
+    @functools.cached_property
+    def checking_special(self) -> Special:
+        """`special` with the tool span's tokens, which the tool-call check needs: found by decoding every token of
+        the vocabulary, so only once a generation asks for the check (a real checkpoint's 126k tokens are not
+        decoded at start-up when it never does)."""
+        return replace(self.special, **dict(zip(("tool_open", "tool_close"), _tool_tokens(self.ckpt.tokenizer),
+                                                strict=True)))
 
     @property
     def kind(self) -> str:

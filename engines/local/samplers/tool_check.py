@@ -18,9 +18,8 @@ reprompt instead (`Special.reprompt`, from the model folder's config.json: for t
 question their corpus answers a half-understood request with), the low-confidence reprompt of spoken dialogue
 systems. A folder without one has the answer decoded again from the model's best first token that opens no tool
 call, a bidirectional model in blocks of at most `VETO_BLOCK` tokens so that each block reads the words before
-it. That works for a causal model (the shop's AR model asks again on 62 of 68 forced vetoes) and not for a
-bidirectional one, whose canvas falls back into the vetoed call around the new first word ("sorry, iday=wednesday,
-time=5 pm ..." on 15 of 67): hence the reprompt.
+it. That mostly works for a causal model and often not for a bidirectional one, whose canvas falls back into the
+vetoed call around the new first word ("sorry, iday=wednesday, time=5 pm ..."): hence the reprompt.
 
 Streaming: until the span closes and passes, its positions are reported masked, so no gate releases or pins any
 of it and a veto revises nothing anyone was shown. The check costs a causal model nothing, a bidirectional model
@@ -125,10 +124,10 @@ def _pseudo_likelihood(model: LLaDAModel, prompt: list[int], st: Step, end: int,
     One forward over prompt and answer fills a key/value cache; then a row per span token recomputes only the
     span (from the position before it, which predicts its first token) against that cache, its own token masked:
     the rest of the sequence keeps the keys and values it had with the token visible, the approximation Fast-dLLM's
-    dual cache makes. On the validation split it gives the same scores, to two decimals, as masking each token in a
-    whole forward, at a quarter of the cost. The forward must be fresh: the sampler's own cache holds the prompt as
-    it was read beside a masked answer, and scores a misheard order number ("9 2 for 3 8" as 92238) 0.96, among
-    the right calls (engines/tiny/TRAINING.md, "Checking the tool call").
+    dual cache makes. On the validation split it separates right and wrong calls as masking each token in a whole
+    forward does, for less. The forward must be fresh: the sampler's own cache holds the prompt as it was read beside
+    a masked answer, and scores a misheard order number ("9 2 for 3 8" as 92238) among the right calls
+    (docs/decisions/tool-call-check.md).
     """
     dev = next(model.parameters()).device
     P, total = len(prompt), len(prompt) + len(st.tokens)

@@ -54,6 +54,14 @@ def test_the_shipped_ar_model_checks_its_tool_calls_and_the_diffusion_model_does
         assert open_engine(m).special.reprompt
 
 
+def test_the_vocabulary_is_decoded_for_tool_tokens_only_when_a_generation_checks() -> None:
+    eng = open_engine("diffusion")  # ships with the check off
+    list(eng.generate(CLEAR))
+    assert "checking_special" not in eng.__dict__
+    list(eng.generate(CLEAR, tool_floor=0.5))
+    assert eng.checking_special.tool_open and eng.checking_special.reprompt == eng.special.reprompt
+
+
 def test_an_unsure_tool_call_is_vetoed_and_the_answer_asks(shipped: Engine) -> None:
     unchecked = _run(shipped, MISHEARD, tool_floor=0.0)[-1].text()
     assert unchecked.startswith("[reschedule(")  # what the check is for
@@ -88,15 +96,15 @@ def test_the_forwards_spent_on_a_vetoed_call_are_counted(shipped: Engine) -> Non
 
 def test_first_token_never_opens_a_tool_call_or_ends_the_answer(shipped: Engine) -> None:
     gen = shipped.generate(MISHEARD)
-    tok = first_token(shipped.ckpt.model, gen.prompt, shipped.special, shipped.config.canvas)
-    assert tok not in shipped.special.tool_open | shipped.special.stop_ids | {shipped.special.mask_id}
+    tok = first_token(shipped.ckpt.model, gen.prompt, shipped.checking_special, shipped.config.canvas)
+    assert tok not in shipped.checking_special.tool_open | shipped.checking_special.stop_ids | {shipped.checking_special.mask_id}
 
 
 def test_tool_tokens_come_from_the_tokenizer(shipped: Engine) -> None:
     tok = shipped.ckpt.tokenizer
-    assert {tok.piece(i) for i in shipped.special.tool_open} == {"["}
-    assert all("]" in tok.piece(i) for i in shipped.special.tool_close)
-    assert shipped.special.tool_close
+    assert {tok.piece(i) for i in shipped.checking_special.tool_open} == {"["}
+    assert all("]" in tok.piece(i) for i in shipped.checking_special.tool_close)
+    assert shipped.checking_special.tool_close
 
 
 def test_held_reads_only_a_leading_span() -> None:
@@ -123,7 +131,7 @@ def test_a_forced_tool_opener_on_a_random_model_keeps_every_sampler_contract(
     """Any floor, any sampler: the answer finishes, pinned text never changes, and the check never shows a
     span that failed it."""
     eng = Engine(load(tiny_diffusion), sampler)
-    opener = next(iter(eng.special.tool_open), None)
+    opener = next(iter(eng.checking_special.tool_open), None)
     if opener is None:
         pytest.skip("the random checkpoint's tokenizer has no '[' token")
     cfg = SamplerConfig(canvas=8, block_size=4, steps_per_block=2, seed=seed, temperature=0.7, threshold=0.5,
