@@ -24,10 +24,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from engines.local import TINY_TOOL_FLOORS  # noqa: E402
 from engines.local.engine import open_engine  # noqa: E402
 
 CALLS = ROOT / "audio_fixtures" / "human" / "calls" / "harper_valley"
-FLOORS = {"diffusion": 0.83, "ar": 0.9}  # engines/tiny/stages/tool_floor_*.json
+FLOORS = TINY_TOOL_FLOORS
 ROLE, ASR, HAND = 1, 6, 7  # columns of a call's tsv: turn, role, start, duration, word times, word durations, asr, hand
 
 

@@ -51,6 +51,7 @@ from engines.eval.evaluate import (
     prompt_file_error,
     unseen_set,
 )
+from engines.local import TINY_TOOL_FLOORS
 from engines.local.engine import Engine, open_engine
 
 DEFAULT_RUNS = [
@@ -65,7 +66,7 @@ DEFAULT_RUNS = [
     ("ar", "autoregressive", {}),
     # the tool-call check (engines/local/samplers/tool_check.py) the other way from each model's default, side by
     # side: on for the diffusion model at its picked floor, off for the AR model
-    ("diffusion", "threshold", {"tool_floor": 0.83}),
+    ("diffusion", "threshold", {"tool_floor": TINY_TOOL_FLOORS["diffusion"]}),
     ("ar", "autoregressive", {"tool_floor": 0.0}),
 ]
 

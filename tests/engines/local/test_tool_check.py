@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from engines.local import TINY, TINY_TOOL_FLOORS
 from engines.local.checkpoint import load
 from engines.local.engine import Engine, open_engine
 from engines.local.samplers import SamplerConfig, Special, Step
@@ -37,9 +38,8 @@ def _shown_never_changes(snaps: list[Snapshot]) -> None:
                 assert seen.setdefault(i, t) == t, f"shown position {i} changed at step {s.step}"
 
 
-# the floors picked on the validation split (engines/tiny/stages/tool_floor_*.json); the diffusion model ships with
-# its check off (docs/decisions/tool-call-check.md), so these tests turn it on
-PICKED = {"diffusion": 0.83, "ar": 0.9}
+# the diffusion model ships with its check off (docs/decisions/tool-call-check.md), so these tests turn it on
+PICKED = TINY_TOOL_FLOORS
 
 
 @pytest.fixture(scope="module", params=["diffusion", "ar"])
@@ -52,6 +52,13 @@ def test_the_shipped_ar_model_checks_its_tool_calls_and_the_diffusion_model_does
     assert open_engine("diffusion").config.tool_floor == 0.0
     for m in PICKED:  # both carry the reprompt, so turning the check on needs the floor alone
         assert open_engine(m).special.reprompt
+
+
+def test_the_floors_are_those_the_validation_split_picked() -> None:
+    import json
+
+    for m, floor in PICKED.items():
+        assert json.loads((TINY / "stages" / f"tool_floor_{m}.json").read_text())["floor"] == floor
 
 
 def test_the_vocabulary_is_decoded_for_tool_tokens_only_when_a_generation_checks() -> None:
